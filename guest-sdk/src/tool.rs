@@ -1,0 +1,267 @@
+//! A tool: a name, a description for the model, and a typed function.
+
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, generate::SchemaSettings};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Why a call did not produce a result.
+///
+/// The host reports the two cases differently to the model: invalid arguments are the model's
+/// to fix (it usually retries with corrected ones), a failure is not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolError {
+    /// The arguments were not valid for the tool. The message says what to change.
+    InvalidArguments(String),
+    /// The tool ran and could not do its job. The message says what happened.
+    Failed(String),
+}
+
+impl ToolError {
+    /// An [`InvalidArguments`](Self::InvalidArguments) error with `message`.
+    pub fn invalid_arguments(message: impl fmt::Display) -> Self {
+        Self::InvalidArguments(message.to_string())
+    }
+
+    /// A [`Failed`](Self::Failed) error with `message`.
+    pub fn failed(message: impl fmt::Display) -> Self {
+        Self::Failed(message.to_string())
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidArguments(message) => write!(f, "invalid arguments: {message}"),
+            Self::Failed(message) => write!(f, "failed: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<std::io::Error> for ToolError {
+    fn from(error: std::io::Error) -> Self {
+        Self::Failed(error.to_string())
+    }
+}
+
+impl From<crate::http::Error> for ToolError {
+    fn from(error: crate::http::Error) -> Self {
+        Self::Failed(error.to_string())
+    }
+}
+
+/// What the host passes with each call, never shown to the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// An identifier for this call, unique within a run.
+    pub call_id: String,
+    /// Key/value pairs from the embedding application (a tenant, a user id, ...).
+    pub values: Vec<(String, String)>,
+}
+
+impl CallContext {
+    /// The value passed under `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A capability a tool would like the host to grant. Information only: the host decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Capability {
+    /// Outgoing HTTP to a host: `example.com`, `example.com:8080` or `*.example.com`.
+    Http(String),
+    /// Reading one environment variable.
+    Env(String),
+    /// Reading files under a directory, named by the path the tool sees.
+    ReadDir(String),
+    /// Reading and writing files under a directory, named by the path the tool sees.
+    WriteDir(String),
+    /// Raw TCP or UDP connections to `host:port`.
+    Socket(String),
+}
+
+type Handler = Box<dyn Fn(&str, &CallContext) -> Result<String, ToolError>>;
+
+/// One tool of a component: its name, its description, its schemas and its function.
+///
+/// Build it with [`Tool::new`] (or [`Tool::with_context`] when the function needs the
+/// [`CallContext`]); the JSON schemas come from the argument and result types.
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) capabilities: Vec<(Capability, String)>,
+    input_schema: fn() -> Schema,
+    output_schema: fn() -> Schema,
+    handler: Handler,
+}
+
+impl Tool {
+    /// A tool named `name` (what the model calls it by: letters, digits, `_` and `-`, at most
+    /// 64) that runs `function`. `description` tells the model what the tool does and when to
+    /// use it.
+    ///
+    /// The arguments type `A` must deserialize from a JSON object (a struct); its
+    /// [`JsonSchema`] becomes the tool's input schema, with its doc comments as field
+    /// descriptions. The result type `R` is serialized to JSON; a string is returned as plain
+    /// text.
+    pub fn new<A, R, F>(name: &str, description: &str, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize + JsonSchema,
+        F: Fn(A) -> Result<R, ToolError> + 'static,
+    {
+        Self::with_context(name, description, move |args: A, _: &CallContext| {
+            function(args)
+        })
+    }
+
+    /// Like [`Tool::new`], for a function that also reads the [`CallContext`].
+    pub fn with_context<A, R, F>(name: &str, description: &str, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        R: Serialize + JsonSchema,
+        F: Fn(A, &CallContext) -> Result<R, ToolError> + 'static,
+    {
+        let handler = move |arguments: &str, context: &CallContext| {
+            let args: A = serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)?;
+            let result = function(args, context)?;
+            render_result(&result)
+        };
+        Self {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            capabilities: Vec::new(),
+            input_schema: schema_for::<A>,
+            output_schema: schema_for::<R>,
+            handler: Box::new(handler),
+        }
+    }
+
+    /// Asks for a capability, with the reason shown to whoever grants it.
+    pub fn requests(mut self, capability: Capability, reason: &str) -> Self {
+        self.capabilities.push((capability, reason.to_owned()));
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The JSON Schema of the arguments, as the host receives it.
+    pub fn input_schema(&self) -> serde_json::Value {
+        (self.input_schema)().to_value()
+    }
+
+    /// The JSON Schema of the result.
+    pub fn output_schema(&self) -> serde_json::Value {
+        (self.output_schema)().to_value()
+    }
+
+    /// Runs the tool on `arguments` (a JSON object as text), as the host would.
+    pub fn call(&self, arguments: &str, context: &CallContext) -> Result<String, ToolError> {
+        (self.handler)(arguments, context)
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A schema with every subschema inlined (small models follow `$ref`s poorly) and without the
+/// `$schema` and `title` keys, which only add tokens to every request.
+fn schema_for<T: JsonSchema>() -> Schema {
+    let mut schema = SchemaSettings::draft2020_12()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator()
+        .into_root_schema_for::<T>();
+    schema.remove("title");
+    schema
+}
+
+fn render_result<R: Serialize>(result: &R) -> Result<String, ToolError> {
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::String(text)) => Ok(text),
+        Ok(value) => Ok(value.to_string()),
+        Err(error) => Err(ToolError::failed(format_args!(
+            "the result could not be serialized: {error}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    /// Arguments of the test tool.
+    #[derive(Deserialize, JsonSchema)]
+    struct Pair {
+        /// The first number.
+        a: f64,
+        /// The second number.
+        b: f64,
+    }
+
+    fn add_tool() -> Tool {
+        Tool::new("add", "Adds two numbers.", |p: Pair| Ok(p.a + p.b))
+    }
+
+    #[test]
+    fn schema_comes_from_the_argument_type() {
+        let schema = add_tool().input_schema();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["a"]["type"], "number");
+        assert_eq!(
+            schema["properties"]["a"]["description"],
+            "The first number."
+        );
+        assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
+        assert!(schema.get("$schema").is_none() && schema.get("title").is_none());
+    }
+
+    #[test]
+    fn call_deserializes_and_serializes() {
+        let out = add_tool().call(r#"{"a": 1.5, "b": 2}"#, &CallContext::default());
+        assert_eq!(out, Ok("3.5".to_owned()));
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_arguments() {
+        let out = add_tool().call(r#"{"a": 1}"#, &CallContext::default());
+        match out {
+            Err(ToolError::InvalidArguments(message)) => assert!(message.contains("`b`")),
+            other => panic!("expected invalid arguments, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn strings_are_returned_as_plain_text() {
+        let tool = Tool::with_context("who", "Says who calls.", |_: Pair, ctx: &CallContext| {
+            Ok(format!("user {}", ctx.get("user").unwrap_or("nobody")))
+        });
+        let ctx = CallContext {
+            call_id: "1".into(),
+            values: vec![("user".into(), "ada".into())],
+        };
+        assert_eq!(
+            tool.call(r#"{"a":0,"b":0}"#, &ctx),
+            Ok("user ada".to_owned())
+        );
+    }
+}
