@@ -1,0 +1,129 @@
+//! `host call`: run one tool without a model.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::json;
+use toolhost::{CallContext, ComponentConfig, Manifest, Runtime, ToolOutput, Toolbox};
+
+use super::progress::compile_progress;
+use super::{GrantArgs, LimitArgs, is_manifest};
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// A component (.wasm), or a manifest (.toml) that loads the tool
+    target: PathBuf,
+
+    /// The tool to run
+    tool: String,
+
+    /// The arguments, a JSON object; `-` reads them from stdin
+    #[arg(default_value = "{}")]
+    arguments: String,
+
+    #[command(flatten)]
+    grants: GrantArgs,
+
+    #[command(flatten)]
+    limits: LimitArgs,
+
+    /// Pass KEY=VALUE to the tool in its call context (never shown to a model); repeatable
+    #[arg(long = "context", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    context: Vec<(String, String)>,
+
+    /// Print the result or the error as JSON, with the tool's output and the duration
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))
+}
+
+impl CallArgs {
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
+        let configs = self.component_configs()?;
+        let toolbox = Toolbox::load(runtime, configs, Some(compile_progress())).await?;
+        let arguments = if self.arguments == "-" {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the arguments from stdin")?;
+            text
+        } else {
+            self.arguments.clone()
+        };
+        let context = CallContext {
+            call_id: "cli".to_owned(),
+            values: self.context.iter().cloned().collect(),
+        };
+        let result = toolbox.call(&self.tool, &arguments, &context).await;
+        if self.json {
+            let value = match &result {
+                Ok(output) => json!({ "ok": true, "tool": self.tool, "output": output }),
+                Err(error) => json!({
+                    "ok": false,
+                    "tool": self.tool,
+                    "error": { "kind": error.kind(), "message": error.to_string() },
+                }),
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        } else {
+            match &result {
+                Ok(output) => print_output(output),
+                Err(error) => eprintln!("error: {error}"),
+            }
+        }
+        Ok(if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        })
+    }
+
+    /// The components to load: the one file with the command line's grants and limits, or
+    /// every component of the manifest with the command line's limits over its own.
+    fn component_configs(&self) -> anyhow::Result<Vec<ComponentConfig>> {
+        let limits = self.limits.config();
+        if is_manifest(&self.target) {
+            if self.grants.clone().into_grants() != toolhost::Grants::default() {
+                bail!(
+                    "grant flags apply to a single component; with a manifest, put the grants \
+                     in {}",
+                    self.target.display()
+                );
+            }
+            let manifest = Manifest::load(&self.target)?;
+            return Ok(manifest
+                .component_configs()
+                .into_iter()
+                .map(|mut config| {
+                    config.limits = limits.apply(config.limits);
+                    config
+                })
+                .collect());
+        }
+        let mut config = ComponentConfig::new(&self.target);
+        config.grants = self.grants.clone().into_grants();
+        config.limits = limits.apply(config.limits);
+        Ok(vec![config])
+    }
+}
+
+/// The result on stdout; what the tool printed on stderr, marked as the tool's.
+fn print_output(output: &ToolOutput) {
+    for (stream, log) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+        for line in log.text.lines() {
+            eprintln!("[tool {stream}] {line}");
+        }
+        if log.dropped > 0 {
+            eprintln!("[tool {stream}] ... {} more bytes dropped", log.dropped);
+        }
+    }
+    println!("{}", output.text);
+}

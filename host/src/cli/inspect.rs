@@ -1,0 +1,160 @@
+//! `host inspect`: what a component offers.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::{Value, json};
+use toolhost::sandbox::format_bytes;
+use toolhost::{CompileSource, ComponentConfig, LoadedComponent, Runtime, ToolSpec};
+
+use super::progress::compile_progress;
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The component file (.wasm)
+    component: PathBuf,
+
+    /// Print JSON instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+impl InspectArgs {
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
+        let config = ComponentConfig::new(&self.component);
+        let component = LoadedComponent::load(runtime, config, Some(compile_progress())).await?;
+        if self.json {
+            println!("{}", serde_json::to_string_pretty(&to_json(&component))?);
+        } else {
+            print!("{}", to_text(&component));
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+fn to_json(component: &LoadedComponent) -> Value {
+    json!({
+        "path": component.path(),
+        "size": component.size(),
+        "compile": component.compile_source(),
+        "load_ms": component.load_time().as_secs_f64() * 1000.0,
+        "imports": component.imports(),
+        "tools": component.tools().collect::<Vec<_>>(),
+    })
+}
+
+/// One line about where the component came from and how long loading took.
+pub fn load_summary(component: &LoadedComponent) -> String {
+    let source = match component.compile_source() {
+        CompileSource::Cache => "from the compile cache".to_owned(),
+        CompileSource::Compiled { took } => format!("compiled in {:.2} s", took.as_secs_f64()),
+    };
+    format!(
+        "{}, {source}, loaded in {:.0} ms",
+        format_bytes(component.size()),
+        component.load_time().as_secs_f64() * 1000.0
+    )
+}
+
+fn to_text(component: &LoadedComponent) -> String {
+    let mut out = String::new();
+    let tools: Vec<&ToolSpec> = component.tools().collect();
+    let _ = writeln!(
+        out,
+        "{}: {} tool{} ({})",
+        component.path().display(),
+        tools.len(),
+        if tools.len() == 1 { "" } else { "s" },
+        load_summary(component)
+    );
+    let _ = writeln!(out, "imports: {}", component.imports().join(", "));
+    for tool in tools {
+        let _ = writeln!(out);
+        out.push_str(&describe_tool(tool));
+    }
+    out
+}
+
+/// A tool's name, description, arguments and requests, indented for a terminal.
+pub fn describe_tool(tool: &ToolSpec) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", tool.name);
+    for line in tool.description.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(out, "  arguments:");
+    out.push_str(&describe_arguments(&tool.input_schema));
+    if let Some(output) = &tool.output_schema {
+        let _ = writeln!(out, "  result: {}", type_of(output));
+    }
+    if tool.requested.is_empty() {
+        let _ = writeln!(out, "  requests: nothing");
+    } else {
+        let _ = writeln!(out, "  requests:");
+        for request in &tool.requested {
+            let reason = if request.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", request.reason)
+            };
+            let _ = writeln!(out, "    {}{reason}", request.capability);
+        }
+    }
+    out
+}
+
+fn describe_arguments(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return "    (none)\n".to_owned();
+    };
+    if properties.is_empty() {
+        return "    (none)\n".to_owned();
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let width = properties.keys().map(String::len).max().unwrap_or(0);
+    let mut out = String::new();
+    for (name, property) in properties {
+        let needed = if required.contains(&name.as_str()) {
+            "required"
+        } else {
+            "optional"
+        };
+        let description = property
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("  {d}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    {name:width$}  {}, {needed}{description}",
+            type_of(property)
+        );
+    }
+    out
+}
+
+/// A short type for a schema: `number`, `string`, `array of string`, `one of "a", "b"`.
+fn type_of(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let values: Vec<String> = values.iter().map(Value::to_string).collect();
+        return format!("one of {}", values.join(", "));
+    }
+    match schema.get("type") {
+        Some(Value::String(ty)) if ty == "array" => match schema.get("items") {
+            Some(items) => format!("array of {}", type_of(items)),
+            None => "array".to_owned(),
+        },
+        Some(Value::String(ty)) => ty.clone(),
+        Some(Value::Array(types)) => {
+            let types: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+            types.join(" or ")
+        }
+        _ => "any".to_owned(),
+    }
+}

@@ -1,0 +1,165 @@
+//! The `host` command line: argument definitions and the commands.
+
+mod call;
+mod inspect;
+mod progress;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
+use toolhost::{Grants, Runtime, RuntimeConfig};
+
+/// Run LLM tools as sandboxed WebAssembly components.
+///
+/// Each tool is a WebAssembly component (built from Rust, Python, JavaScript, C, Go, ...) that
+/// runs with only the capabilities it is granted: no files, no environment variables and no
+/// network unless you say so.
+#[derive(Debug, Parser)]
+#[command(name = "host", version, propagate_version = true, max_term_width = 100)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Command,
+
+    /// Where compiled components are cached [default: ~/.cache/toolhost/components]
+    #[arg(
+        long,
+        global = true,
+        env = "TOOLHOST_COMPONENT_CACHE",
+        value_name = "DIR"
+    )]
+    cache_dir: Option<PathBuf>,
+
+    /// Compile every component at every start, without the cache
+    #[arg(long, global = true)]
+    no_cache: bool,
+
+    /// Log more (-v: info, -vv: debug); RUST_LOG overrides it
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show what a component offers: its tools, their descriptions and argument schemas, the
+    /// capabilities they request, and the interfaces it imports
+    Inspect(inspect::InspectArgs),
+    /// Run one tool without a model and print its result
+    ///
+    /// Examples:
+    ///   host call calculator.wasm square_root '{"x": 2}'
+    ///   host call files.wasm list_files '{"path": "/data"}' --dir ./data::/data
+    ///   host call weather.wasm current_weather '{"city": "Paris"}' --http wttr.in
+    ///   host call example-tools/toolhost.toml add '{"a": 1, "b": 2}'
+    #[command(verbatim_doc_comment)]
+    Call(call::CallArgs),
+    /// List the components and tools a manifest loads, with what each is granted
+    Tools(tools::ToolsArgs),
+}
+
+/// Runs the command `args` names.
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: if args.no_cache {
+            None
+        } else {
+            args.cache_dir.or_else(toolhost::default_cache_dir)
+        },
+        ..RuntimeConfig::default()
+    })?;
+    match args.command {
+        Command::Inspect(command) => command.run(&runtime).await,
+        Command::Call(command) => command.run(&runtime).await,
+        Command::Tools(command) => command.run(&runtime).await,
+    }
+}
+
+/// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Grants given on the command line.
+#[derive(Debug, Clone, Default, ClapArgs)]
+#[command(next_help_heading = "Grants (nothing is granted unless given here)")]
+pub struct GrantArgs {
+    /// Let the tool read a host directory, seen by the tool as GUEST (default: the same path)
+    #[arg(long = "dir", value_name = "HOST[::GUEST]", value_parser = |s: &str| DirGrant::parse(s, false))]
+    dirs: Vec<DirGrant>,
+
+    /// Let the tool read and write a host directory
+    #[arg(long = "dir-rw", value_name = "HOST[::GUEST]", value_parser = |s: &str| DirGrant::parse(s, true))]
+    dirs_rw: Vec<DirGrant>,
+
+    /// Pass an environment variable: NAME takes the host's value, NAME=VALUE sets one
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
+    env: Vec<EnvGrant>,
+
+    /// Allow outgoing HTTP to a host: example.com, example.com:8080, *.example.com
+    #[arg(long = "http", value_name = "HOST")]
+    http: Vec<HostPattern>,
+
+    /// Allow raw TCP/UDP connections to HOST:PORT
+    #[arg(long = "socket", value_name = "HOST:PORT")]
+    sockets: Vec<HostPattern>,
+}
+
+impl GrantArgs {
+    fn into_grants(self) -> Grants {
+        let mut dirs = self.dirs;
+        dirs.extend(self.dirs_rw);
+        Grants {
+            dirs,
+            env: self.env,
+            http: self.http,
+            sockets: self.sockets,
+        }
+    }
+}
+
+/// Limits given on the command line.
+#[derive(Debug, Clone, Default, ClapArgs)]
+#[command(next_help_heading = "Limits")]
+pub struct LimitArgs {
+    /// Memory limit, like 64MiB [default: 128MiB]
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<ByteSize>,
+    /// CPU time limit, like 2s [default: 10s]
+    #[arg(long, value_name = "DURATION")]
+    cpu_time: Option<HumanDuration>,
+    /// Wall-clock limit, waiting included, like 30s [default: 30s]
+    #[arg(long, value_name = "DURATION")]
+    timeout: Option<HumanDuration>,
+    /// Largest result, like 1MiB [default: 1MiB]
+    #[arg(long, value_name = "SIZE")]
+    max_result: Option<ByteSize>,
+}
+
+impl LimitArgs {
+    fn config(&self) -> LimitsConfig {
+        LimitsConfig {
+            memory: self.memory,
+            cpu_time: self.cpu_time,
+            timeout: self.timeout,
+            max_result: self.max_result,
+            max_log: None,
+        }
+    }
+}
+
+/// Whether `path` names a manifest rather than a component.
+fn is_manifest(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "toml")
+}

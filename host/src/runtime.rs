@@ -1,0 +1,153 @@
+//! The wasmtime engine every component runs on, set up once per process.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use wasmtime::component::Linker;
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::cache::{CompileCache, default_cache_dir};
+use crate::sandbox::StoreState;
+
+/// How a [`Runtime`] is set up.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Where compiled components are cached. `None` compiles every component at every load.
+    /// Defaults to [`default_cache_dir`].
+    pub cache_dir: Option<PathBuf>,
+    /// Whether to use wasmtime's pooling allocator: instance slots reserved up front, so a
+    /// call's fresh instance costs microseconds. It reserves a lot of virtual (not resident)
+    /// memory; turn it off where address space is limited. On by default.
+    pub pooling: bool,
+    /// How many calls may run at the same time with the pooling allocator. Default 100.
+    pub max_concurrent_calls: u32,
+    /// How often running tools are checked against their CPU time budget, and made to yield
+    /// to other tasks. Default 5 ms.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: default_cache_dir(),
+            pooling: true,
+            max_concurrent_calls: 100,
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// The engine, linker and compile cache shared by every component. Cheap to clone.
+///
+/// ```no_run
+/// # async fn example() -> anyhow::Result<()> {
+/// let runtime = toolhost::Runtime::new(toolhost::RuntimeConfig::default())?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    linker: Linker<StoreState>,
+    cache: Option<CompileCache>,
+    epoch_tick: Duration,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Sets up the engine: the component model, async calls, epoch interruption, and the
+    /// pooling allocator unless turned off.
+    pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
+        let mut wasm = Config::new();
+        wasm.wasm_component_model(true);
+        wasm.epoch_interruption(true);
+        if config.pooling {
+            wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(
+                config.max_concurrent_calls,
+            )));
+        }
+        let engine =
+            Engine::new(&wasm).map_err(|e| e.context("cannot set up the wasmtime engine"))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| e.context("cannot add WASI to the linker"))?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
+            .map_err(|e| e.context("cannot add wasi:http to the linker"))?;
+
+        let cache = config.cache_dir.map(|dir| CompileCache::new(dir, &engine));
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        start_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
+
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cache,
+                epoch_tick: config.epoch_tick,
+                ticker_stop,
+            }),
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub(crate) fn linker(&self) -> &Linker<StoreState> {
+        &self.inner.linker
+    }
+
+    pub(crate) fn cache(&self) -> Option<&CompileCache> {
+        self.inner.cache.as_ref()
+    }
+
+    /// How many epoch ticks of computing `budget` allows (at least one).
+    pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
+        let ticks = budget.as_nanos() / self.inner.epoch_tick.as_nanos().max(1);
+        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+/// Slots for `calls` concurrent calls. Components from language runtimes (Python,
+/// JavaScript) have dozens of core instances and large function tables, hence the margins.
+fn pooling_config(calls: u32) -> PoolingAllocationConfig {
+    let mut pool = PoolingAllocationConfig::new();
+    pool.total_component_instances(calls)
+        .total_stacks(calls)
+        .total_core_instances(calls.saturating_mul(32))
+        .total_memories(calls.saturating_mul(4))
+        .total_tables(calls.saturating_mul(16))
+        .max_memories_per_module(2)
+        .table_elements(200_000)
+        .max_core_instance_size(16 << 20)
+        .max_component_instance_size(4 << 20);
+    pool
+}
+
+/// Advances the engine's epoch every `tick` on a thread of its own, until `stop` is set.
+fn start_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name("toolhost-epoch".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(tick);
+                engine.increment_epoch();
+            }
+        })
+        .context("cannot start the epoch thread")?;
+    Ok(())
+}

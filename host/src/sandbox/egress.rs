@@ -1,0 +1,129 @@
+//! Network egress: outgoing HTTP through `wasi:http` and raw sockets, only to granted hosts.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use http_body_util::BodyExt;
+use wasmtime_wasi::sockets::SocketAddrUse;
+use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::grants::HostPattern;
+
+/// The capabilities a call tried to use and was refused, in the order it tried them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Denials(Arc<Mutex<Vec<String>>>);
+
+impl Denials {
+    pub(crate) fn record(&self, what: String) {
+        tracing::debug!(denied = %what, "capability denied");
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+    }
+
+    /// The first refusal, if there was one.
+    pub(crate) fn first(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first()
+            .cloned()
+    }
+}
+
+/// The `wasi:http` hooks of one call: requests go out only to the granted hosts.
+pub(crate) struct HttpEgress {
+    allowed: Arc<[HostPattern]>,
+    denials: Denials,
+}
+
+impl HttpEgress {
+    pub(crate) fn new(allowed: Arc<[HostPattern]>, denials: Denials) -> Self {
+        Self { allowed, denials }
+    }
+}
+
+type ResponseFuture = Box<
+    dyn Future<
+            Output = wasmtime_wasi_http::Result<(
+                http::Response<WasiBody>,
+                Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+            )>,
+        > + Send,
+>;
+
+impl WasiHttpHooks for HttpEgress {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _response_errors: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+    ) -> ResponseFuture {
+        let uri = request.uri();
+        let Some(host) = uri.host() else {
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestUriInvalid) });
+        };
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if !self.allowed.iter().any(|p| p.matches(host, port)) {
+            self.denials.record(format!("HTTP access to {host}:{port}"));
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        tracing::debug!(%host, port, "outgoing HTTP request allowed");
+        Box::new(async move {
+            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
+            let io: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send> = Box::new(io);
+            Ok((response.map(BodyExt::boxed_unsync), io))
+        })
+    }
+}
+
+/// The check wasmtime-wasi runs before every socket bind, connect or send: connections only
+/// to granted `host:port`s (names resolved when checked), binds only to an ephemeral port on
+/// the wildcard address (what connecting needs), never listening or accepting.
+pub(crate) fn socket_check(
+    allowed: Arc<[HostPattern]>,
+    denials: Denials,
+) -> impl Fn(SocketAddr, SocketAddrUse) -> Pin<Box<dyn Future<Output = bool> + Send + Sync>>
++ Send
++ Sync
++ 'static {
+    move |addr, use_| {
+        let allowed = allowed.clone();
+        let denials = denials.clone();
+        Box::pin(async move {
+            let permitted = match use_ {
+                SocketAddrUse::TcpBind | SocketAddrUse::UdpBind => {
+                    addr.ip().is_unspecified() && addr.port() == 0
+                }
+                SocketAddrUse::TcpConnect | SocketAddrUse::UdpSend | SocketAddrUse::UdpReceive => {
+                    connect_allowed(&allowed, addr).await
+                }
+                _ => false,
+            };
+            if !permitted {
+                denials.record(format!("socket {use_:?} to {addr}"));
+            }
+            permitted
+        })
+    }
+}
+
+async fn connect_allowed(allowed: &[HostPattern], addr: SocketAddr) -> bool {
+    for pattern in allowed {
+        if pattern.port().is_some_and(|port| port != addr.port()) || pattern.is_wildcard() {
+            continue;
+        }
+        if pattern.matches(&addr.ip().to_string(), addr.port()) {
+            return true;
+        }
+        // A granted name: allowed when it resolves to this address.
+        if let Ok(resolved) = tokio::net::lookup_host((pattern.host(), addr.port())).await
+            && resolved.into_iter().any(|r| r.ip() == addr.ip())
+        {
+            return true;
+        }
+    }
+    false
+}

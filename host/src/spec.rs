@@ -1,0 +1,168 @@
+//! What a tool is, as the host offers it to a model: name, description, schemas, and the
+//! capabilities it asks for.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bindings::wit;
+
+/// One tool, as its component describes it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The name the model calls it by; unique among the loaded tools.
+    pub name: String,
+    /// What it does and when to use it, written for the model.
+    pub description: String,
+    /// The JSON Schema of its arguments (an object schema).
+    pub input_schema: Value,
+    /// The JSON Schema of its result, when it returns JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// What it would like to be granted. Information only.
+    pub requested: Vec<CapabilityRequest>,
+}
+
+/// A capability a tool asks for, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CapabilityRequest {
+    /// What it asks for.
+    pub capability: Capability,
+    /// Why, for a person; may be empty.
+    pub reason: String,
+}
+
+/// A capability, as a tool asks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum Capability {
+    /// Outgoing HTTP to a host pattern.
+    Http(String),
+    /// Reading an environment variable.
+    Env(String),
+    /// Reading a directory (a guest path).
+    ReadDir(String),
+    /// Reading and writing a directory (a guest path).
+    WriteDir(String),
+    /// Raw sockets to `host:port`.
+    Socket(String),
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Http(host) => write!(f, "http {host}"),
+            Self::Env(name) => write!(f, "env {name}"),
+            Self::ReadDir(path) => write!(f, "read {path}"),
+            Self::WriteDir(path) => write!(f, "write {path}"),
+            Self::Socket(addr) => write!(f, "socket {addr}"),
+        }
+    }
+}
+
+/// Whether `name` can be offered to a model: `^[a-zA-Z0-9_-]{1,64}$`, which every major
+/// provider accepts.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Turns a spec from `describe` into a checked [`ToolSpec`] and the compiled validator of its
+/// arguments. The error says what is wrong, for [`LoadError::InvalidSpec`](crate::LoadError).
+pub(crate) fn check(spec: wit::ToolSpec) -> Result<(ToolSpec, jsonschema::Validator), String> {
+    if !is_valid_tool_name(&spec.name) {
+        return Err(
+            "has a name models cannot call: use 1 to 64 letters, digits, `_` or `-`".to_owned(),
+        );
+    }
+    if spec.description.trim().is_empty() {
+        return Err("has no description; the model needs one to know when to call it".to_owned());
+    }
+    let input_schema: Value = serde_json::from_str(&spec.input_schema)
+        .map_err(|e| format!("has an input schema that is not JSON: {e}"))?;
+    if input_schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(
+            "has an input schema whose top level is not `\"type\": \"object\"`; tool arguments \
+             are always a JSON object"
+                .to_owned(),
+        );
+    }
+    let validator = jsonschema::validator_for(&input_schema)
+        .map_err(|e| format!("has an input schema that is not a valid JSON Schema: {e}"))?;
+    let output_schema = match spec.output_schema {
+        Some(text) => {
+            let schema: Value = serde_json::from_str(&text)
+                .map_err(|e| format!("has an output schema that is not JSON: {e}"))?;
+            jsonschema::validator_for(&schema).map_err(|e| {
+                format!("has an output schema that is not a valid JSON Schema: {e}")
+            })?;
+            Some(schema)
+        }
+        None => None,
+    };
+    let requested = spec
+        .capabilities
+        .into_iter()
+        .map(|request| CapabilityRequest {
+            capability: match request.capability {
+                wit::Capability::Http(host) => Capability::Http(host),
+                wit::Capability::Env(name) => Capability::Env(name),
+                wit::Capability::ReadDir(path) => Capability::ReadDir(path),
+                wit::Capability::WriteDir(path) => Capability::WriteDir(path),
+                wit::Capability::Socket(addr) => Capability::Socket(addr),
+            },
+            reason: request.reason,
+        })
+        .collect();
+    Ok((
+        ToolSpec {
+            name: spec.name,
+            description: spec.description,
+            input_schema,
+            output_schema,
+            requested,
+        },
+        validator,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wit_spec(name: &str, schema: &str) -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: name.into(),
+            description: "Does a thing.".into(),
+            input_schema: schema.into(),
+            output_schema: None,
+            capabilities: vec![],
+        }
+    }
+
+    #[test]
+    fn names_follow_the_providers_rule() {
+        assert!(is_valid_tool_name("square_root"));
+        assert!(is_valid_tool_name("get-weather2"));
+        assert!(!is_valid_tool_name("square root"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn schemas_must_be_valid_object_schemas() {
+        assert!(check(wit_spec("ok", r#"{"type":"object"}"#)).is_ok());
+        let not_object = check(wit_spec("a", r#"{"type":"number"}"#)).unwrap_err();
+        assert!(
+            not_object.contains("not `\"type\": \"object\"`"),
+            "{not_object}"
+        );
+        let not_json = check(wit_spec("a", "{type: object}")).unwrap_err();
+        assert!(not_json.contains("not JSON"), "{not_json}");
+        let invalid = check(wit_spec("a", r#"{"type":"object","minProperties":"x"}"#)).unwrap_err();
+        assert!(invalid.contains("not a valid JSON Schema"), "{invalid}");
+    }
+}
