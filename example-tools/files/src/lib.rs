@@ -1,0 +1,157 @@
+//! Files: list and read what is under a granted directory, write notes into another.
+
+use std::fs;
+use std::io::Read as _;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toolhost_sdk::{Capability, Tool, ToolError, Toolbox};
+
+/// Where notes go; the host must grant this directory read-write.
+const NOTES_DIR: &str = "/notes";
+/// The most of a file `read_file` returns.
+const MAX_READ: u64 = 64 * 1024;
+
+/// A directory to list.
+#[derive(Deserialize, JsonSchema)]
+struct ListFiles {
+    /// The directory, such as "/data" or "/data/reports".
+    path: String,
+}
+
+/// One entry of a directory.
+#[derive(Serialize, JsonSchema)]
+struct Entry {
+    /// The file or directory name.
+    name: String,
+    /// "file", "directory" or "other".
+    kind: &'static str,
+    /// The size in bytes (files only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+}
+
+/// A file to read.
+#[derive(Deserialize, JsonSchema)]
+struct ReadFile {
+    /// The file, such as "/data/report.txt".
+    path: String,
+}
+
+/// A note to write.
+#[derive(Deserialize, JsonSchema)]
+struct WriteNote {
+    /// A short title; it becomes the file name.
+    title: String,
+    /// The text of the note.
+    text: String,
+}
+
+/// Where a note was written.
+#[derive(Serialize, JsonSchema)]
+struct Written {
+    /// The note's path.
+    path: String,
+    /// How many bytes were written.
+    bytes: usize,
+}
+
+fn not_available(path: &str, error: std::io::Error) -> ToolError {
+    ToolError::failed(format!(
+        "cannot use `{path}`: {error} (only directories granted to this tool exist for it)"
+    ))
+}
+
+fn list_files(args: ListFiles) -> Result<Vec<Entry>, ToolError> {
+    let entries = fs::read_dir(&args.path).map_err(|e| not_available(&args.path, e))?;
+    let mut listed = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| not_available(&args.path, e))?;
+        let meta = entry.metadata().map_err(|e| not_available(&args.path, e))?;
+        let kind = if meta.is_file() {
+            "file"
+        } else if meta.is_dir() {
+            "directory"
+        } else {
+            "other"
+        };
+        listed.push(Entry {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            kind,
+            size: meta.is_file().then(|| meta.len()),
+        });
+    }
+    listed.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(listed)
+}
+
+fn read_file(args: ReadFile) -> Result<String, ToolError> {
+    let file = fs::File::open(&args.path).map_err(|e| not_available(&args.path, e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_READ + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| not_available(&args.path, e))?;
+    if bytes.len() as u64 > MAX_READ {
+        return Err(ToolError::failed(format!(
+            "`{}` is larger than {MAX_READ} bytes; this tool reads small text files only",
+            args.path
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| ToolError::failed(format!("`{}` is not UTF-8 text", args.path)))
+}
+
+fn write_note(args: WriteNote) -> Result<Written, ToolError> {
+    let slug: String = args
+        .title
+        .trim()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    if slug.is_empty() {
+        return Err(ToolError::invalid_arguments(
+            "the title needs at least one letter or digit",
+        ));
+    }
+    let path = Path::new(NOTES_DIR).join(format!("{slug}.md"));
+    let text = format!("# {}\n\n{}\n", args.title.trim(), args.text);
+    fs::write(&path, &text).map_err(|e| not_available(NOTES_DIR, e))?;
+    Ok(Written {
+        path: path.display().to_string(),
+        bytes: text.len(),
+    })
+}
+
+struct Files;
+
+impl Toolbox for Files {
+    fn tools() -> Vec<Tool> {
+        vec![
+            Tool::new(
+                "list_files",
+                "Lists the files and directories in a directory (for example /data).",
+                list_files,
+            )
+            .requests(Capability::ReadDir("/data".into()), "the files to list and read"),
+            Tool::new(
+                "read_file",
+                "Reads a small text file (for example /data/report.txt) and returns its text.",
+                read_file,
+            )
+            .requests(Capability::ReadDir("/data".into()), "the files to list and read"),
+            Tool::new(
+                "write_note",
+                "Saves a note with a title and text, as a Markdown file in /notes.",
+                write_note,
+            )
+            .requests(Capability::WriteDir(NOTES_DIR.into()), "where notes are saved"),
+        ]
+    }
+}
+
+toolhost_sdk::export!(Files);

@@ -1,0 +1,150 @@
+//! Tools that misbehave on purpose, one way each, so the host tests can check that every
+//! limit holds and that the host keeps serving calls afterwards.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_sdk::{CallContext, Tool, ToolError, Toolbox};
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// A size.
+#[derive(Deserialize, JsonSchema)]
+struct Size {
+    /// How many bytes.
+    bytes: u64,
+}
+
+/// A duration.
+#[derive(Deserialize, JsonSchema)]
+struct Millis {
+    /// How many milliseconds.
+    ms: u64,
+}
+
+/// A name.
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    /// The name.
+    name: String,
+}
+
+/// An address.
+#[derive(Deserialize, JsonSchema)]
+struct Address {
+    /// `host:port` or a URL.
+    address: String,
+}
+
+/// Computes forever.
+fn spin(_: Nothing) -> Result<u64, ToolError> {
+    let mut n: u64 = 0;
+    loop {
+        n = std::hint::black_box(n.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
+
+/// Allocates (and touches) memory until it gets none.
+fn hog(_: Nothing) -> Result<u64, ToolError> {
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        blocks.push(vec![1u8; 1 << 20]);
+        std::hint::black_box(&blocks);
+    }
+}
+
+/// Returns `bytes` bytes of text.
+fn flood(size: Size) -> Result<String, ToolError> {
+    Ok("x".repeat(size.bytes as usize))
+}
+
+/// Writes `bytes` bytes to stdout and a line to stderr, then returns.
+fn chatter(size: Size) -> Result<String, ToolError> {
+    let line = "0123456789abcdef\n".repeat(64);
+    let mut written = 0;
+    let mut out = std::io::stdout();
+    while written < size.bytes as usize {
+        let _ = out.write_all(line.as_bytes());
+        written += line.len();
+    }
+    eprintln!("chatter done");
+    Ok("done".to_owned())
+}
+
+/// Sleeps without computing.
+fn sleep(millis: Millis) -> Result<String, ToolError> {
+    std::thread::sleep(std::time::Duration::from_millis(millis.ms));
+    Ok("awake".to_owned())
+}
+
+/// Panics.
+fn crash(_: Nothing) -> Result<String, ToolError> {
+    panic!("the misbehave tool crashed on purpose");
+}
+
+/// Fails the polite way.
+fn fail(_: Nothing) -> Result<String, ToolError> {
+    Err(ToolError::failed("it went wrong on purpose"))
+}
+
+/// Reads an environment variable.
+fn env(name: Name) -> Result<String, ToolError> {
+    std::env::var(&name.name).map_err(|_| ToolError::failed(format!("{} is not set", name.name)))
+}
+
+/// Returns the call context.
+fn context(_: Nothing, ctx: &CallContext) -> Result<serde_json::Value, ToolError> {
+    let values: BTreeMap<&str, &str> = ctx
+        .values
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    Ok(serde_json::json!({ "call_id": ctx.call_id, "values": values }))
+}
+
+/// Opens a TCP connection and reports whether it worked.
+fn connect(address: Address) -> Result<String, ToolError> {
+    match std::net::TcpStream::connect(&address.address) {
+        Ok(_) => Ok(format!("connected to {}", address.address)),
+        Err(e) => Err(ToolError::failed(format!("cannot connect to {}: {e}", address.address))),
+    }
+}
+
+/// Fetches a URL and returns the body.
+fn fetch(address: Address) -> Result<String, ToolError> {
+    let response = toolhost_sdk::http::get(&address.address)?.error_for_status()?;
+    Ok(response.text()?.to_owned())
+}
+
+/// Counts calls in a global: it must be 1 every time, since each call is a fresh instance.
+fn count(_: Nothing) -> Result<u32, ToolError> {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    Ok(CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
+}
+
+struct Misbehave;
+
+impl Toolbox for Misbehave {
+    fn tools() -> Vec<Tool> {
+        vec![
+            Tool::new("spin", "Computes forever.", spin),
+            Tool::new("hog", "Allocates memory without end.", hog),
+            Tool::new("flood", "Returns a result of the given size.", flood),
+            Tool::new("chatter", "Prints to stdout and stderr.", chatter),
+            Tool::new("sleep", "Sleeps.", sleep),
+            Tool::new("crash", "Panics.", crash),
+            Tool::new("fail", "Returns a tool error.", fail),
+            Tool::new("env", "Reads an environment variable.", env),
+            Tool::with_context("context", "Returns the call context.", context),
+            Tool::new("connect", "Opens a TCP connection.", connect),
+            Tool::new("fetch", "Fetches a URL.", fetch),
+            Tool::new("count", "Counts its calls.", count),
+        ]
+    }
+}
+
+toolhost_sdk::export!(Misbehave);

@@ -1,0 +1,5 @@
+//! A WASI command: a valid component, but not a tool component.
+
+fn main() {
+    println!("hello");
+}
