@@ -54,7 +54,7 @@ enum Command {
     ///   host call weather.wasm current_weather '{"city": "Paris"}' --http wttr.in
     ///   host call example-tools/toolhost.toml add '{"a": 1, "b": 2}'
     #[command(verbatim_doc_comment)]
-    Call(call::CallArgs),
+    Call(Box<call::CallArgs>),
     /// List the components and tools a manifest loads, with what each is granted
     Tools(tools::ToolsArgs),
 }
