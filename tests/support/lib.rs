@@ -1,0 +1,74 @@
+//! Shared pieces of toolhost's integration tests: the guest components built from source,
+//! a runtime, and a real HTTP server on 127.0.0.1.
+
+pub mod server;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use toolhost::{ComponentConfig, Runtime, RuntimeConfig, Toolbox};
+
+/// Paths of the guest components `build.rs` built: the Rust example tools and the test
+/// guests, one constant each (`CALCULATOR`, `MISBEHAVE`, ...).
+pub mod components {
+    include!(concat!(env!("OUT_DIR"), "/components.rs"));
+}
+
+/// A runtime shared by the tests of one binary, with a compile cache of its own under the
+/// target directory (so repeated test runs do not recompile).
+pub fn runtime() -> Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            Runtime::new(RuntimeConfig {
+                cache_dir: Some(target_dir().join("test-compile-cache")),
+                ..RuntimeConfig::default()
+            })
+            .expect("the runtime starts")
+        })
+        .clone()
+}
+
+/// The cargo target directory the tests run from.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    exe.ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").exists())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// Loads one component with `configure` applied to its config.
+pub async fn load(path: &str, configure: impl FnOnce(&mut ComponentConfig)) -> Toolbox {
+    let mut config = ComponentConfig::new(path);
+    configure(&mut config);
+    match Toolbox::load(&runtime(), vec![config], None).await {
+        Ok(toolbox) => toolbox,
+        Err(error) => panic!("loading {path} failed: {:#}", anyhow::Error::from(error)),
+    }
+}
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is inside the repository")
+        .to_owned()
+}
+
+/// The `host` binary of the same build profile as the running test. `just test` builds it
+/// first; plain `cargo test` does not build binaries of other packages.
+pub fn host_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in <target>/<profile>/deps");
+    let host = profile_dir.join("host");
+    assert!(
+        host.exists(),
+        "{} does not exist; build it with `cargo build -p toolhost` (`just test` does)",
+        host.display()
+    );
+    host
+}
