@@ -29,11 +29,13 @@
 //! capability, timeout, memory limit, oversized result, crash). None of them takes the host
 //! down.
 
+pub mod agent;
 mod bindings;
 mod cache;
 mod call;
 mod component;
 mod error;
+pub mod llm;
 mod manifest;
 mod runtime;
 pub mod sandbox;
@@ -44,7 +46,7 @@ pub use cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use call::{CallContext, ToolOutput};
 pub use component::{CompileObserver, ComponentConfig, LoadedComponent};
 pub use error::{CallError, LoadError, TimeLimit};
-pub use manifest::{ComponentEntry, Manifest, ManifestError};
+pub use manifest::{ComponentEntry, Manifest, ManifestError, ToolOptions};
 pub use runtime::{Runtime, RuntimeConfig};
 pub use sandbox::{Grants, Limits};
 pub use spec::{Capability, CapabilityRequest, ToolSpec, is_valid_tool_name};
