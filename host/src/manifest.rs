@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::component::ComponentConfig;
+use crate::llm::ModelConfig;
 use crate::sandbox::{Grants, Limits, LimitsConfig};
 
 /// A parsed manifest.
@@ -43,6 +44,9 @@ pub struct Manifest {
     /// The components, by name.
     #[serde(default)]
     pub components: BTreeMap<String, ComponentEntry>,
+    /// The model `host run` and `host chat` talk to; the local one when absent.
+    #[serde(default)]
+    pub model: ModelConfig,
     /// The file it was read from, when it was read from one.
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -60,6 +64,18 @@ pub struct ComponentEntry {
     /// Its limits, over the manifest's.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Options of its tools, by tool name.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolOptions>,
+}
+
+/// How the tool-calling loop treats one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOptions {
+    /// The tool's result is the run's answer: no further model request.
+    #[serde(default)]
+    pub return_direct: bool,
 }
 
 /// Why a manifest could not be used.
@@ -112,6 +128,16 @@ impl Manifest {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
             _ => PathBuf::from("."),
         }
+    }
+
+    /// The tools marked `return_direct`.
+    pub fn return_direct_tools(&self) -> std::collections::BTreeSet<String> {
+        self.components
+            .values()
+            .flat_map(|entry| &entry.tools)
+            .filter(|(_, options)| options.return_direct)
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 
     /// What to load for each component, with paths resolved and limits combined.

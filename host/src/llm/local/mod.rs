@@ -1,0 +1,245 @@
+//! The local model: llama.cpp's `llama-server` with Gemma 3 270M, started as a child process
+//! on a free 127.0.0.1 port with this project's chat template, and stopped with the host.
+//!
+//! `just setup` (scripts/setup-local-llm.sh) builds the server and assembles the weights into
+//! the cache; see `NOTES.md` next to this file for the flags and why they are needed.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use super::ProviderError;
+
+/// The chat template that teaches the base model to call tools (Hermes style, which
+/// llama-server's tool-call parser reads).
+pub const CHAT_TEMPLATE: &str = include_str!("gemma3-tools.jinja");
+
+/// The model the setup script assembles.
+pub const MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+
+/// Where the server and model are, and how to run them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalServerConfig {
+    /// The `llama-server` binary.
+    pub server: PathBuf,
+    /// The GGUF model file.
+    pub model: PathBuf,
+    /// CPU threads for generation.
+    pub threads: usize,
+    /// Context size in tokens.
+    pub context: u32,
+    /// How long to wait for the server to load the model.
+    pub startup_timeout: Duration,
+}
+
+impl Default for LocalServerConfig {
+    /// The server and model in the cache (`$TOOLHOST_CACHE/llama`, by default
+    /// `~/.cache/toolhost/llama`), or where `TOOLHOST_LLAMA_SERVER` and `TOOLHOST_LLAMA_MODEL`
+    /// point.
+    fn default() -> Self {
+        let root = crate::default_cache_dir()
+            .and_then(|components| components.parent().map(|p| p.join("llama")))
+            .unwrap_or_else(|| PathBuf::from("llama"));
+        let env_path = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        Self {
+            server: env_path("TOOLHOST_LLAMA_SERVER")
+                .unwrap_or_else(|| root.join("bin/llama-server")),
+            model: env_path("TOOLHOST_LLAMA_MODEL")
+                .unwrap_or_else(|| root.join("models").join(MODEL_FILE)),
+            threads: std::thread::available_parallelism().map_or(2, |n| n.get().min(4)),
+            context: 4096,
+            startup_timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A running `llama-server`. Dropping it kills the server.
+#[derive(Debug)]
+pub struct LocalServer {
+    child: Child,
+    base_url: String,
+    _template: tempfile::NamedTempFile,
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+impl LocalServer {
+    /// Starts the server and waits until it has loaded the model.
+    pub async fn start(config: &LocalServerConfig) -> Result<Self, ProviderError> {
+        for (what, path) in [
+            ("llama-server", &config.server),
+            ("the model", &config.model),
+        ] {
+            if !path.exists() {
+                return Err(ProviderError::Local {
+                    message: format!(
+                        "{what} is not at {}; run `just setup` (or scripts/setup-local-llm.sh) \
+                         to build and fetch it",
+                        path.display()
+                    ),
+                });
+            }
+        }
+        let local = |message: String| ProviderError::Local { message };
+        let template = tempfile::Builder::new()
+            .prefix("toolhost-chat-template-")
+            .suffix(".jinja")
+            .tempfile()
+            .and_then(|mut file| {
+                std::io::Write::write_all(&mut file, CHAT_TEMPLATE.as_bytes())?;
+                Ok(file)
+            })
+            .map_err(|e| local(format!("cannot write the chat template: {e}")))?;
+        let port = free_port().map_err(|e| local(format!("cannot find a free port: {e}")))?;
+
+        let mut command = Command::new(&config.server);
+        command
+            .arg("--model")
+            .arg(&config.model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .arg("--jinja")
+            .arg("--chat-template-file")
+            .arg(template.path())
+            // Stop after one tool call; let <end_of_turn> end answers; ban the token
+            // "response" so the model does not write its own <tool_response>.
+            .args(["-r", "</tool_call>", "-l", "106+15", "-l", "6275-inf"])
+            .args([
+                "-np",
+                "1",
+                "--cache-ram",
+                "0",
+                "-c",
+                &config.context.to_string(),
+            ])
+            .args(["-t", &config.threads.to_string(), "--no-webui"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        die_with_parent(&mut command);
+        let mut child = command
+            .spawn()
+            .map_err(|e| local(format!("cannot start {}: {e}", config.server.display())))?;
+        let log = capture_log(&mut child);
+
+        let base_url = format!("http://127.0.0.1:{port}");
+        let mut server = Self {
+            child,
+            base_url,
+            _template: template,
+        };
+        server.wait_ready(config.startup_timeout, &log).await?;
+        Ok(server)
+    }
+
+    /// `http://127.0.0.1:PORT`: the Anthropic-format base URL; the OpenAI one is this plus
+    /// `/v1`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    async fn wait_ready(&mut self, limit: Duration, log: &Log) -> Result<(), ProviderError> {
+        let started = Instant::now();
+        let client = reqwest::Client::new();
+        let health = format!("{}/health", self.base_url);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(ProviderError::Local {
+                    message: format!(
+                        "llama-server exited ({status}) while starting; its last words: {}",
+                        log.tail()
+                    ),
+                });
+            }
+            let answer = client
+                .get(&health)
+                .timeout(Duration::from_secs(2))
+                .send()
+                .await;
+            if answer.is_ok_and(|response| response.status().is_success()) {
+                tracing::info!(url = %self.base_url, took = ?started.elapsed(), "llama-server ready");
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                return Err(ProviderError::Local {
+                    message: format!(
+                        "llama-server was not ready after {}; its last words: {}",
+                        humantime::format_duration(limit),
+                        log.tail()
+                    ),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The last lines the server wrote to stderr, for error messages.
+#[derive(Debug, Clone, Default)]
+struct Log(Arc<Mutex<VecDeque<String>>>);
+
+impl Log {
+    fn tail(&self) -> String {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.is_empty() {
+            return "(nothing)".to_owned();
+        }
+        lines.iter().cloned().collect::<Vec<_>>().join(" | ")
+    }
+}
+
+fn capture_log(child: &mut Child) -> Log {
+    let log = Log::default();
+    if let Some(stderr) = child.stderr.take() {
+        let log = log.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "toolhost::llama_server", "{line}");
+                let mut kept = log.0.lock().unwrap_or_else(|e| e.into_inner());
+                kept.push_back(line);
+                if kept.len() > 5 {
+                    kept.pop_front();
+                }
+            }
+        });
+    }
+    log
+}
+
+fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Makes the kernel kill the server when the host dies, however it dies (Linux).
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    // SAFETY: `prctl(PR_SET_PDEATHSIG)` only sets a flag of the calling (child) process and
+    // is async-signal-safe, as code between fork and exec must be.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: &mut Command) {}
