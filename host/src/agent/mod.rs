@@ -1,0 +1,526 @@
+//! The tool-calling loop: offer the loaded tools to a model, run the calls it asks for in the
+//! sandbox, send the results back, repeat until it answers.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::agent::{Agent, AgentOptions, Conversation, RunOptions};
+//! use toolhost::llm::{HttpOptions, OpenAiProvider};
+//! # async fn example(toolbox: toolhost::Toolbox) -> anyhow::Result<()> {
+//! let model = OpenAiProvider::new("http://127.0.0.1:8080/v1", "gemma", None, HttpOptions::default())?;
+//! let agent = Agent::new(Arc::new(model), Arc::new(toolbox), AgentOptions::default());
+//! let mut conversation = Conversation::new();
+//! conversation.push_user("What is the square root of 475695037565?");
+//! let result = agent.run(&mut conversation, &RunOptions::default(), &mut |_| {}).await?;
+//! println!("{} ({} tool calls)", result.text, result.executions.len());
+//! # Ok(()) }
+//! ```
+//!
+//! [`Agent::run`] is the whole loop. [`Agent::step`] is one model request that returns the
+//! tool calls without running them, for a caller that runs tools itself and submits results
+//! with [`Conversation::submit`] (Spring AI's user-controlled execution, Genkit's
+//! `returnToolRequests`).
+
+mod conversation;
+mod execute;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use tracing::Instrument;
+
+pub use conversation::Conversation;
+pub use execute::ToolExecution;
+
+use crate::llm::{
+    ChatRequest, FinishReason, Message, Provider, ProviderError, ToolCall, ToolChoice,
+    ToolDefinition, Usage, arguments_object,
+};
+use crate::{CallContext, ToolSpec, Toolbox};
+
+/// What to do when the model calls a tool that does not exist (or was not offered).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownTool {
+    /// Send the model an error result that lists the available tools, and go on.
+    #[default]
+    ReportToModel,
+    /// End the run with [`AgentError::UnknownTool`].
+    Fail,
+}
+
+/// How an [`Agent`] runs, for every request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentOptions {
+    /// The most model turns in one run. Default 10.
+    pub max_rounds: usize,
+    /// A system prompt, put ahead of the conversation.
+    pub system: Option<String>,
+    /// Sampling temperature; the server's default when `None`.
+    pub temperature: Option<f32>,
+    /// The most tokens per model turn.
+    pub max_tokens: Option<u32>,
+    /// Whether to stream answers (text deltas reach [`AgentEvent::Text`]). Default on.
+    pub stream: bool,
+    /// What to do with calls of unknown tools.
+    pub unknown_tool: UnknownTool,
+    /// Tools whose result is the run's answer: when every call of a turn is one of these and
+    /// succeeds, the run ends with the results, without another model request.
+    pub return_direct: BTreeSet<String>,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            max_rounds: 10,
+            system: None,
+            temperature: None,
+            max_tokens: None,
+            stream: true,
+            unknown_tool: UnknownTool::default(),
+            return_direct: BTreeSet::new(),
+        }
+    }
+}
+
+/// Chooses the tools offered with a request, given the conversation.
+pub type ToolFilter = Arc<dyn Fn(&ToolSpec, &[Message]) -> bool + Send + Sync>;
+
+/// Which of the loaded tools a request offers.
+#[derive(Clone, Default)]
+pub enum ToolSelection {
+    /// All of them.
+    #[default]
+    All,
+    /// These, by name.
+    Only(BTreeSet<String>),
+    /// Those the filter accepts; it sees the conversation, so it can choose per request.
+    Filter(ToolFilter),
+}
+
+impl std::fmt::Debug for ToolSelection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::All => f.write_str("All"),
+            Self::Only(names) => f.debug_tuple("Only").field(names).finish(),
+            Self::Filter(_) => f.write_str("Filter(..)"),
+        }
+    }
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Which tools to offer.
+    pub tools: ToolSelection,
+    /// Whether and which tool the model must call.
+    pub tool_choice: ToolChoice,
+    /// Key/value pairs delivered to every tool call of the run (a tenant, a user id); never
+    /// shown to the model.
+    pub context: BTreeMap<String, String>,
+}
+
+/// What a run reports as it goes, for streaming front ends.
+#[derive(Debug)]
+pub enum AgentEvent<'a> {
+    /// A piece of the model's answer.
+    Text(&'a str),
+    /// A tool call is starting.
+    ToolStarted {
+        /// The call.
+        call: &'a ToolCall,
+    },
+    /// A tool call is over.
+    ToolFinished {
+        /// Its record.
+        execution: &'a ToolExecution,
+    },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// The model answered.
+    Answered,
+    /// The model hit its token limit while answering; the text is cut off.
+    Truncated,
+    /// A return-direct tool's result is the answer.
+    ReturnDirect,
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// The answer.
+    pub text: String,
+    /// How the run ended.
+    pub end: RunEnd,
+    /// Every tool call, in order.
+    pub executions: Vec<ToolExecution>,
+    /// How many model requests were made.
+    pub rounds: usize,
+    /// Tokens used, summed over the requests that reported them.
+    pub usage: Usage,
+}
+
+/// What one model request produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The model answered.
+    Answer {
+        /// The text.
+        text: String,
+        /// Why it stopped.
+        finish: FinishReason,
+    },
+    /// The model asks for these tool calls (recorded in the conversation, not run).
+    ToolCalls(Vec<ToolCall>),
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The model request failed.
+    #[error("the model request failed")]
+    Provider(#[from] ProviderError),
+
+    /// The model kept calling tools.
+    #[error(
+        "the model was still calling tools after {limit} rounds ({} tool calls); raise the round \
+         limit (max_rounds) or make the request more specific",
+        executions.len()
+    )]
+    RoundLimit {
+        /// The limit.
+        limit: usize,
+        /// The tool calls made until then.
+        executions: Vec<ToolExecution>,
+    },
+
+    /// A tool call in the history has no result.
+    #[error("tool call `{id}` ({name}) has no result; submit one before the next model request")]
+    UnansweredToolCall {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+    },
+
+    /// A result names a call that is not pending.
+    #[error("there is no pending tool call `{id}` to answer")]
+    NoSuchPendingCall {
+        /// The id given.
+        id: String,
+    },
+
+    /// The model called a tool that does not exist ([`UnknownTool::Fail`]).
+    #[error("the model called `{name}`, which is not one of the tools offered ({})", available.join(", "))]
+    UnknownTool {
+        /// The name it used.
+        name: String,
+        /// The tools offered.
+        available: Vec<String>,
+    },
+
+    /// The model's turn was cut off by the token limit in the middle of a tool call.
+    #[error(
+        "the model hit its token limit (max_tokens {}) in the middle of a tool call; raise max_tokens",
+        max_tokens.map_or_else(|| "default".to_owned(), |n| n.to_string())
+    )]
+    Truncated {
+        /// The limit that was set.
+        max_tokens: Option<u32>,
+    },
+}
+
+/// A model, the tools it may call, and how to run the loop.
+#[derive(Clone)]
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    toolbox: Arc<Toolbox>,
+    options: AgentOptions,
+}
+
+impl Agent {
+    /// An agent offering `toolbox`'s tools to the model behind `provider`.
+    pub fn new(provider: Arc<dyn Provider>, toolbox: Arc<Toolbox>, options: AgentOptions) -> Self {
+        Self {
+            provider,
+            toolbox,
+            options,
+        }
+    }
+
+    /// The tools.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.toolbox
+    }
+
+    /// Runs the loop on `conversation` (which should end with the user's message) until the
+    /// model answers, a return-direct tool answers, or the round limit is reached. The
+    /// conversation keeps every message, so a chat can go on with another user message.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<RunResult, AgentError> {
+        let span = tracing::info_span!("agent_run", model = %self.provider.describe());
+        async {
+            let context = CallContext {
+                call_id: String::new(),
+                values: options.context.clone(),
+            };
+            let mut executions = Vec::new();
+            let mut usage = Usage::default();
+            for round in 1..=self.options.max_rounds {
+                let tools = self.offered(conversation.messages(), options);
+                let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let (step, step_usage) = self
+                    .request(conversation, tools, options, round, events)
+                    .await?;
+                usage = usage + step_usage;
+                let calls = match step {
+                    Step::Answer { text, finish } => {
+                        let end = if finish == FinishReason::Length {
+                            RunEnd::Truncated
+                        } else {
+                            RunEnd::Answered
+                        };
+                        return Ok(RunResult {
+                            text,
+                            end,
+                            executions,
+                            rounds: round,
+                            usage,
+                        });
+                    }
+                    Step::ToolCalls(calls) => calls,
+                };
+                let done = self
+                    .execute(conversation, &calls, &offered, &context, round, events)
+                    .await?;
+                let direct = !done.is_empty()
+                    && done
+                        .iter()
+                        .all(|e| e.ok && self.options.return_direct.contains(&e.name));
+                executions.extend(done);
+                if direct {
+                    let text = executions
+                        .iter()
+                        .filter(|e| e.round == round)
+                        .map(|e| e.output.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    return Ok(RunResult {
+                        text,
+                        end: RunEnd::ReturnDirect,
+                        executions,
+                        rounds: round,
+                        usage,
+                    });
+                }
+            }
+            Err(AgentError::RoundLimit {
+                limit: self.options.max_rounds,
+                executions,
+            })
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// One model request on `conversation`. Tool calls are recorded in the conversation but
+    /// not run: the caller runs them (or not) and answers each with
+    /// [`Conversation::submit`] before the next step.
+    pub async fn step(
+        &self,
+        conversation: &mut Conversation,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<Step, AgentError> {
+        let round = conversation
+            .messages()
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count()
+            + 1;
+        let tools = self.offered(conversation.messages(), options);
+        Ok(self
+            .request(conversation, tools, options, round, events)
+            .await?
+            .0)
+    }
+
+    /// Runs `calls` (pending calls of `conversation`, as [`Agent::step`] returned them) in
+    /// the sandbox, concurrently, and submits their results: the caller-controlled mode's
+    /// way to let toolhost run some or all of the calls it was handed.
+    pub async fn run_calls(
+        &self,
+        conversation: &mut Conversation,
+        calls: &[ToolCall],
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<Vec<ToolExecution>, AgentError> {
+        let offered = self
+            .offered(conversation.messages(), options)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        let context = CallContext {
+            call_id: String::new(),
+            values: options.context.clone(),
+        };
+        let round = conversation
+            .messages()
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        self.execute(conversation, calls, &offered, &context, round, events)
+            .await
+    }
+
+    async fn execute(
+        &self,
+        conversation: &mut Conversation,
+        calls: &[ToolCall],
+        offered: &BTreeSet<String>,
+        context: &CallContext,
+        round: usize,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<Vec<ToolExecution>, AgentError> {
+        let done = execute::execute_calls(
+            &self.toolbox,
+            calls,
+            offered,
+            self.options.unknown_tool,
+            context,
+            round,
+            events,
+        )
+        .await?;
+        for execution in &done {
+            let result = if execution.ok {
+                Ok(execution.output.clone())
+            } else {
+                Err(execution.output.clone())
+            };
+            conversation.submit(&execution.call_id, result)?;
+        }
+        Ok(done)
+    }
+
+    async fn request(
+        &self,
+        conversation: &mut Conversation,
+        tools: Vec<ToolDefinition>,
+        options: &RunOptions,
+        round: usize,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<(Step, Usage), AgentError> {
+        conversation.check_answered()?;
+        let mut messages = Vec::with_capacity(conversation.messages().len() + 1);
+        if let Some(system) = &self.options.system
+            && !matches!(
+                conversation.messages().first(),
+                Some(Message::System { .. })
+            )
+        {
+            messages.push(Message::system(system.clone()));
+        }
+        messages.extend(conversation.messages().iter().cloned());
+        let request = ChatRequest {
+            messages,
+            tool_choice: if tools.is_empty() {
+                ToolChoice::Auto
+            } else {
+                options.tool_choice.clone()
+            },
+            tools,
+            temperature: self.options.temperature,
+            max_tokens: self.options.max_tokens,
+            stream: self.options.stream,
+        };
+        let span = tracing::info_span!(
+            "model_request",
+            round,
+            tools = request.tools.len(),
+            finish = tracing::field::Empty,
+            tool_calls = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let mut on_text = |text: &str| events(AgentEvent::Text(text));
+        let response = self
+            .provider
+            .chat(&request, &mut on_text)
+            .instrument(span.clone())
+            .await?;
+        span.record("finish", format!("{:?}", response.finish));
+        span.record("tool_calls", response.tool_calls.len());
+        tracing::debug!(parent: &span, took = ?started.elapsed(), "model answered");
+        let usage = response.usage.unwrap_or_default();
+
+        let mut calls = response.tool_calls;
+        if response.finish == FinishReason::Length {
+            // A call cut off by the token limit has broken arguments: never send it back.
+            calls.retain(|call| arguments_object(&call.arguments).is_some());
+            if calls.is_empty() && response.text.trim().is_empty() {
+                return Err(AgentError::Truncated {
+                    max_tokens: self.options.max_tokens,
+                });
+            }
+        }
+        if calls.is_empty() {
+            conversation.push_assistant(response.text.clone(), Vec::new());
+            return Ok((
+                Step::Answer {
+                    text: response.text,
+                    finish: response.finish,
+                },
+                usage,
+            ));
+        }
+        // The history gets `{}` for arguments that are not a JSON object (providers reject
+        // them); the caller gets the model's own text, to report what was wrong with it.
+        let echoed: Vec<ToolCall> = calls
+            .iter()
+            .map(|call| ToolCall {
+                arguments: match arguments_object(&call.arguments) {
+                    Some(_) if !call.arguments.trim().is_empty() => call.arguments.clone(),
+                    _ => "{}".to_owned(),
+                },
+                ..call.clone()
+            })
+            .collect();
+        let with_ids = conversation.push_assistant(response.text, echoed);
+        let calls = calls
+            .into_iter()
+            .zip(with_ids)
+            .map(|(call, echoed)| ToolCall {
+                id: echoed.id,
+                ..call
+            })
+            .collect();
+        Ok((Step::ToolCalls(calls), usage))
+    }
+
+    /// The tools a request offers.
+    fn offered(&self, messages: &[Message], options: &RunOptions) -> Vec<ToolDefinition> {
+        self.toolbox
+            .specs()
+            .filter(|spec| match &options.tools {
+                ToolSelection::All => true,
+                ToolSelection::Only(names) => names.contains(&spec.name),
+                ToolSelection::Filter(filter) => filter(spec, messages),
+            })
+            .map(|spec| ToolDefinition {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                parameters: spec.input_schema.clone(),
+            })
+            .collect()
+    }
+}
