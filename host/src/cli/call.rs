@@ -39,7 +39,7 @@ pub struct CallArgs {
     json: bool,
 }
 
-fn parse_key_value(text: &str) -> Result<(String, String), String> {
+pub(super) fn parse_key_value(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .ok_or_else(|| format!("`{text}` is not KEY=VALUE"))

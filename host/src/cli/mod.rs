@@ -3,6 +3,7 @@
 mod call;
 mod inspect;
 mod progress;
+mod run;
 mod tools;
 
 use std::path::PathBuf;
@@ -57,6 +58,20 @@ enum Command {
     Call(Box<call::CallArgs>),
     /// List the components and tools a manifest loads, with what each is granted
     Tools(tools::ToolsArgs),
+    /// Ask a model one question; it may call the manifest's tools, which run sandboxed
+    ///
+    /// The answer streams to stdout; tool calls and results go to stderr. Without a [model]
+    /// section or --model, the local model (llama-server with Gemma 3 270M) is started and
+    /// stopped with the command.
+    ///
+    /// Examples:
+    ///   host run -m example-tools/toolhost.toml "What is the square root of 475695037565?"
+    ///   host run --model openai:gpt-4o-mini "What time is it in Tokyo?"
+    ///   host run --model openai:qwen3 --base-url http://127.0.0.1:11434/v1 "..."
+    #[command(verbatim_doc_comment)]
+    Run(Box<run::RunArgs>),
+    /// Chat with a model that may call the manifest's tools; the conversation is kept
+    Chat(Box<run::ChatArgs>),
 }
 
 /// Runs the command `args` names.
@@ -69,10 +84,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         ..RuntimeConfig::default()
     })?;
-    match args.command {
-        Command::Inspect(command) => command.run(&runtime).await,
-        Command::Call(command) => command.run(&runtime).await,
-        Command::Tools(command) => command.run(&runtime).await,
+    let work = async {
+        match args.command {
+            Command::Inspect(command) => command.run(&runtime).await,
+            Command::Call(command) => command.run(&runtime).await,
+            Command::Tools(command) => command.run(&runtime).await,
+            Command::Run(command) => command.run(&runtime).await,
+            Command::Chat(command) => command.run(&runtime).await,
+        }
+    };
+    // On Ctrl-C the work is dropped, which stops a local model server with it.
+    tokio::select! {
+        result = work => result,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted");
+            Ok(ExitCode::from(130))
+        }
     }
 }
 
