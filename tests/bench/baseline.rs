@@ -65,7 +65,10 @@ pub async fn raw_calls(
         if i >= 100 {
             samples.push(started.elapsed());
         }
-        assert!(matches!(result.as_deref(), Ok("3.0")), "add returned {result:?}");
+        assert!(
+            matches!(result.as_deref(), Ok("3.0")),
+            "add returned {result:?}"
+        );
     }
     Ok(samples)
 }

@@ -20,7 +20,9 @@ use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, WEATHER};
 const ARGUMENTS: &str = r#"{"a": 1, "b": 2}"#;
 
 fn main() -> anyhow::Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(run())
 }
 
@@ -57,29 +59,59 @@ async fn run() -> anyhow::Result<()> {
     }
     let host = Stats::of(host);
 
-    let raw = Stats::of(baseline::raw_calls(runtime.engine(), CALCULATOR, ARGUMENTS, iterations).await?);
-    let process = Stats::of(baseline::process_calls(ARGUMENTS, (iterations / 10).max(50))?);
+    let raw =
+        Stats::of(baseline::raw_calls(runtime.engine(), CALCULATOR, ARGUMENTS, iterations).await?);
+    let process = Stats::of(baseline::process_calls(
+        ARGUMENTS,
+        (iterations / 10).max(50),
+    )?);
 
-    println!("toolhost benchmark ({iterations} calls each; process: {} spawns)", process.count);
+    println!(
+        "toolhost benchmark ({iterations} calls each; process: {} spawns)",
+        process.count
+    );
     println!();
     println!("{:<44} {:>12} {:>12}", "", "median", "p90");
     host.row("host call (fresh instance, limits on)");
     raw.row("raw call (one instance kept alive)");
     process.row("process spawned per call");
     println!();
-    println!("host call / raw call:        {:>8.1}x", ratio(host.median, raw.median));
-    println!("process per call / host call: {:>7.1}x", ratio(process.median, host.median));
-    println!("host call overhead over raw:  {:>8}", fmt(host.median.saturating_sub(raw.median)));
+    println!(
+        "host call / raw call:        {:>8.1}x",
+        ratio(host.median, raw.median)
+    );
+    println!(
+        "process per call / host call: {:>7.1}x",
+        ratio(process.median, host.median)
+    );
+    println!(
+        "host call overhead over raw:  {:>8}",
+        fmt(host.median.saturating_sub(raw.median))
+    );
     println!();
     println!("start: load calculator, clock, files and weather");
-    println!("{:<44} {:>12}", "  empty compile cache (compiles)", fmt(cold));
-    println!("{:<44} {:>12} {:>12}", "  warm compile cache", fmt(warm.median), fmt(warm.p90));
-    println!("cold start / warm start:      {:>8.1}x", ratio(cold, warm.median));
+    println!(
+        "{:<44} {:>12}",
+        "  empty compile cache (compiles)",
+        fmt(cold)
+    );
+    println!(
+        "{:<44} {:>12} {:>12}",
+        "  warm compile cache",
+        fmt(warm.median),
+        fmt(warm.p90)
+    );
+    println!(
+        "cold start / warm start:      {:>8.1}x",
+        ratio(cold, warm.median)
+    );
     Ok(())
 }
 
 async fn time_load(runtime: &Runtime) -> anyhow::Result<Duration> {
-    let configs = [CALCULATOR, CLOCK, FILES, WEATHER].map(ComponentConfig::new).to_vec();
+    let configs = [CALCULATOR, CLOCK, FILES, WEATHER]
+        .map(ComponentConfig::new)
+        .to_vec();
     let started = Instant::now();
     let toolbox = Toolbox::load(runtime, configs, None).await?;
     let took = started.elapsed();

@@ -1,0 +1,85 @@
+//! End to end: the real llama-server with Gemma 3 270M and this project's chat template,
+//! through both wire formats it serves, with the real calculator component. The model must
+//! answer the square-root question through the tool.
+
+use std::sync::Arc;
+
+use toolhost::agent::{Agent, AgentOptions, RunOptions, ToolSelection};
+use toolhost::llm::local::{LocalServer, LocalServerConfig};
+use toolhost::llm::{AnthropicProvider, HttpOptions, OpenAiProvider, Provider};
+use toolhost::{ComponentConfig, Toolbox};
+use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::runtime;
+
+use super::ask;
+
+async fn square_root_through(provider: Arc<dyn Provider>, stream: bool) {
+    let toolbox = Toolbox::load(&runtime(), vec![ComponentConfig::new(CALCULATOR)], None)
+        .await
+        .unwrap();
+    let options = AgentOptions {
+        temperature: Some(0.0),
+        stream,
+        ..AgentOptions::default()
+    };
+    let agent = Agent::new(provider.clone(), Arc::new(toolbox), options);
+    let only_square_root = RunOptions {
+        tools: ToolSelection::Only(["square_root".to_owned()].into()),
+        ..RunOptions::default()
+    };
+    let (result, streamed) = ask(
+        &agent,
+        "What is the square root of 475695037565?",
+        &only_square_root,
+    )
+    .await;
+    let result =
+        result.unwrap_or_else(|e| panic!("{}: {:#}", provider.describe(), anyhow::Error::from(e)));
+    let call = result
+        .executions
+        .iter()
+        .find(|e| e.name == "square_root" && e.ok)
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: the model did not use square_root: {result:?}",
+                provider.describe()
+            )
+        });
+    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
+    assert_eq!(
+        arguments["x"].as_f64(),
+        Some(475695037565.0),
+        "{}",
+        call.arguments
+    );
+    assert_eq!(call.output, "689706.4865324959");
+    assert!(
+        result.text.contains("689706"),
+        "{}: the answer is {:?}",
+        provider.describe(),
+        result.text
+    );
+    if stream {
+        assert_eq!(streamed, result.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_answers_through_the_calculator_in_both_formats() {
+    let server = LocalServer::start(&LocalServerConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e} (just test runs scripts/setup-local-llm.sh first)"));
+    let http = HttpOptions::default();
+    let openai = OpenAiProvider::new(
+        &format!("{}/v1", server.base_url()),
+        "gemma-3-270m",
+        None,
+        http.clone(),
+    )
+    .unwrap();
+    let anthropic = AnthropicProvider::new(server.base_url(), "gemma-3-270m", None, http).unwrap();
+    square_root_through(Arc::new(openai.clone()), false).await;
+    square_root_through(Arc::new(openai), true).await;
+    square_root_through(Arc::new(anthropic.clone()), false).await;
+    square_root_through(Arc::new(anthropic), true).await;
+}
