@@ -1,0 +1,212 @@
+"""Text tools for a language model: regular expressions and text statistics, as a WebAssembly
+component built with componentize-py. The tools are in `textkit.py`; this module describes them
+to the host, checks their arguments and maps errors onto the WIT `tool-error`."""
+
+import json
+
+import textkit
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.exports.tools import (
+    CallContext,
+    Capability_ReadDir,
+    CapabilityRequest,
+    ToolError_Failed,
+    ToolError_InvalidArguments,
+    ToolSpec,
+)
+
+IGNORE_CASE = {
+    "type": "boolean",
+    "description": "Match letters regardless of case. Default false.",
+}
+TOP = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": 100,
+    "description": "How many of the most frequent words to list. Default 10.",
+}
+STATS = {
+    "type": "object",
+    "properties": {
+        "characters": {"type": "integer", "description": "Unicode characters, newlines included."},
+        "words": {"type": "integer", "description": "Words (runs of letters, digits, _ and ')."},
+        "unique_words": {"type": "integer", "description": "Distinct words, ignoring case."},
+        "lines": {"type": "integer", "description": "Lines."},
+        "sentences": {"type": "integer", "description": "Sentence ends (., ! or ?)."},
+        "average_word_length": {"type": "number", "description": "Mean characters per word."},
+        "top_words": {
+            "type": "array",
+            "description": "The most frequent words, lowercased, most frequent first.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "word": {"type": "string", "description": "The word, lowercased."},
+                    "count": {"type": "integer", "description": "How often it occurs."},
+                },
+            },
+        },
+    },
+}
+
+
+def schema(required, **properties):
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+# name -> (description, input schema, output schema, capability requests, function)
+TOOLS = {
+    "regex_find_all": (
+        "Finds every match of a Python regular expression in a text and returns each match with "
+        "its start and end offsets and its capture groups. Use it to extract things such as "
+        "dates, e-mail addresses, numbers or identifiers from text exactly.",
+        schema(
+            ["pattern", "text"],
+            pattern={
+                "type": "string",
+                "description": "A Python `re` regular expression, such as \\d{4}-\\d{2}-\\d{2}.",
+            },
+            text={"type": "string", "description": "The text to search."},
+            ignore_case=IGNORE_CASE,
+            max_matches={
+                "type": "integer",
+                "minimum": 1,
+                "maximum": textkit.MAX_MATCHES,
+                "description": "Stop after this many matches. Default 100.",
+            },
+        ),
+        None,
+        [],
+        textkit.regex_find_all,
+    ),
+    "regex_replace": (
+        "Replaces every match of a Python regular expression in a text and returns the new text "
+        "and the number of replacements. The replacement may refer to groups as \\1 or \\g<name>.",
+        schema(
+            ["pattern", "replacement", "text"],
+            pattern={"type": "string", "description": "A Python `re` regular expression."},
+            replacement={
+                "type": "string",
+                "description": "What each match becomes; \\1 or \\g<name> insert a group.",
+            },
+            text={"type": "string", "description": "The text to change."},
+            ignore_case=IGNORE_CASE,
+        ),
+        None,
+        [],
+        textkit.regex_replace,
+    ),
+    "text_stats": (
+        "Counts the characters, words, distinct words, lines and sentences of a text and lists "
+        "its most frequent words. Use it instead of counting by eye.",
+        schema(
+            ["text"],
+            text={"type": "string", "description": "The text to measure."},
+            top=TOP,
+        ),
+        STATS,
+        [],
+        textkit.text_stats,
+    ),
+    "file_text_stats": (
+        "Like text_stats, for a UTF-8 text file under /data (at most 1 MiB), such as "
+        "/data/notes.txt.",
+        schema(
+            ["path"],
+            path={
+                "type": "string",
+                "description": "The file's path as the tool sees it, such as /data/notes.txt.",
+            },
+            top=TOP,
+        ),
+        None,
+        [CapabilityRequest(Capability_ReadDir("/data"), "the text files to measure")],
+        textkit.file_text_stats,
+    ),
+}
+
+JSON_TYPES = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
+def json_kind(value):
+    """How a JSON value is called in messages: "a string", "an array", ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}[type(value)]
+
+
+def invalid(message):
+    return Err(ToolError_InvalidArguments(message))
+
+
+def parse_arguments(name, text, input_schema):
+    """The arguments as a dict, checked against the tool's schema (the host checks them too, but
+    a tool must not trust that)."""
+    try:
+        arguments = json.loads(text)
+    except ValueError as error:
+        raise invalid(f"the arguments are not valid JSON: {error}") from None
+    if not isinstance(arguments, dict):
+        raise invalid(f"the arguments must be a JSON object, not {json_kind(arguments)}")
+    properties = input_schema["properties"]
+    for field in input_schema["required"]:
+        if field not in arguments:
+            raise invalid(f"`{field}` is missing; {name} needs {', '.join(input_schema['required'])}")
+    for field, value in arguments.items():
+        if field not in properties:
+            raise invalid(f"{name} has no argument `{field}`; it takes {', '.join(properties)}")
+        expected = properties[field]["type"]
+        # bool is a subclass of int in Python: true is no integer here.
+        if not isinstance(value, JSON_TYPES[expected]) or (
+            isinstance(value, bool) and expected != "boolean"
+        ):
+            article = "an" if expected == "integer" else "a"
+            raise invalid(f"`{field}` must be {article} {expected}, not {json_kind(value)}")
+        low = properties[field].get("minimum")
+        high = properties[field].get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise invalid(f"`{field}` must be between {low} and {high}, not {value}")
+    return arguments
+
+
+class Tools(exports.Tools):
+    def describe(self):
+        return [
+            ToolSpec(
+                name=name,
+                description=description,
+                input_schema=json.dumps(input_schema),
+                output_schema=json.dumps(output_schema) if output_schema else None,
+                capabilities=capabilities,
+            )
+            for name, (description, input_schema, output_schema, capabilities, _) in TOOLS.items()
+        ]
+
+    def call(self, name: str, arguments: str, context: CallContext) -> str:
+        if name not in TOOLS:
+            raise invalid(f"there is no tool `{name}`; this component offers {', '.join(TOOLS)}")
+        _, input_schema, _, _, function = TOOLS[name]
+        kwargs = parse_arguments(name, arguments, input_schema)
+        try:
+            result = function(**kwargs)
+        except textkit.InvalidArguments as error:
+            raise invalid(str(error)) from None
+        except textkit.Failed as error:
+            raise Err(ToolError_Failed(str(error))) from None
+        except Exception as error:  # a bug: say so rather than trap
+            raise Err(ToolError_Failed(f"{name} failed unexpectedly: {error!r}")) from None
+        return json.dumps(result, ensure_ascii=False)
