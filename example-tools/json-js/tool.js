@@ -1,0 +1,150 @@
+// JSON tools for a language model, as a WebAssembly component built with componentize-js.
+// The tools are in jsontools.js; this module exports the WIT interface `toolhost:tool/tools`:
+// it describes the tools, checks their arguments and maps errors onto `tool-error`.
+
+import { Failed, InvalidArguments, fetchJson, kind, parseDocument, query, transform } from "./jsontools.js";
+
+/** The host `fetch_json` asks for; the host's grants decide which hosts it really reaches. */
+const API_HOST = "api.example.com";
+
+const JSON_TEXT = {
+  type: "string",
+  description: 'The JSON document, as text, such as {"items": [{"name": "a"}]}.',
+};
+const PATH = {
+  type: "string",
+  description:
+    'Where the value is: keys joined by dots, array indexes in brackets, such as items[0].name, ' +
+    'items[-1] (the last item), items[*].name (that field of every item) or ["odd key"].x. ' +
+    "An empty path is the whole document.",
+};
+
+function schema(required, properties) {
+  return { type: "object", properties, required, additionalProperties: false };
+}
+
+const TOOLS = {
+  json_query: {
+    description:
+      "Extracts one value from a JSON document by its path, such as items[0].name or " +
+      "items[*].price. Use it to read a field from a large JSON text exactly instead of by eye.",
+    input: schema(["json", "path"], { json: JSON_TEXT, path: PATH }),
+    run: ({ json, path }) => query(parseDocument(json), path),
+  },
+  json_transform: {
+    description:
+      "Reshapes a JSON array of objects (the rows of a table): keeps only some fields, renames " +
+      "fields, sorts by a field and keeps the first rows. Returns the new array.",
+    input: schema(["json"], {
+      json: { ...JSON_TEXT, description: 'A JSON array of objects, as text, such as [{"a": 1}].' },
+      pick: {
+        type: "array",
+        items: { type: "string" },
+        description: "The fields to keep, in this order. Default: all fields.",
+      },
+      rename: {
+        type: "object",
+        additionalProperties: { type: "string" },
+        description: 'New names for fields, old name to new name, such as {"n": "count"}.',
+      },
+      sort_by: {
+        type: "string",
+        description: "Sort the rows by this field: numbers by value, other values as text. Rows without it go last.",
+      },
+      descending: { type: "boolean", description: "Sort from largest to smallest. Default false." },
+      limit: { type: "integer", minimum: 0, description: "Keep at most this many rows (after sorting)." },
+    }),
+    run: ({ json, pick, rename, sort_by: sortBy, descending, limit }) =>
+      transform(parseDocument(json), { pick, rename, sortBy, descending, limit }),
+  },
+  fetch_json: {
+    description:
+      "Fetches a JSON document from a URL over HTTP(S) and returns it, or only the value at a " +
+      "path in it. Only hosts the user granted to this tool can be reached.",
+    input: schema(["url"], {
+      url: { type: "string", description: `The URL, such as https://${API_HOST}/v1/items.` },
+      path: { ...PATH, description: `${PATH.description} Default: the whole answer.` },
+    }),
+    capabilities: [{ capability: { tag: "http", val: API_HOST }, reason: "the JSON API to read from" }],
+    run: ({ url, path }) => fetchJson(url, path),
+  },
+};
+
+const JSON_TYPES = {
+  string: (v) => typeof v === "string",
+  boolean: (v) => typeof v === "boolean",
+  integer: (v) => Number.isInteger(v),
+  array: (v) => Array.isArray(v),
+  object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+};
+
+/** The arguments, checked against the tool's schema (the host checks them too; never trust that). */
+function parseArguments(name, text, input) {
+  let args;
+  try {
+    args = JSON.parse(text);
+  } catch (error) {
+    throw new InvalidArguments(`the arguments are not valid JSON: ${error.message}`);
+  }
+  if (!JSON_TYPES.object(args)) {
+    throw new InvalidArguments(`the arguments must be a JSON object, not ${kind(args)}`);
+  }
+  for (const field of input.required) {
+    if (!Object.hasOwn(args, field)) {
+      throw new InvalidArguments(`\`${field}\` is missing; ${name} needs ${input.required.join(", ")}`);
+    }
+  }
+  for (const [field, value] of Object.entries(args)) {
+    const property = input.properties[field];
+    if (!property) {
+      const known = Object.keys(input.properties).join(", ");
+      throw new InvalidArguments(`${name} has no argument \`${field}\`; it takes ${known}`);
+    }
+    const shown = typeof value === "number" ? String(value) : kind(value);
+    const mistyped = (what) => new InvalidArguments(`\`${field}\` must be ${what}, not ${shown}`);
+    if (!JSON_TYPES[property.type](value)) throw mistyped(`${property.type === "integer" ? "an" : "a"} ${property.type}`);
+    if (property.minimum !== undefined && value < property.minimum) throw mistyped(`at least ${property.minimum}`);
+    const inner = property.items ?? property.additionalProperties;
+    const bad = inner && Object.values(value).find((item) => !JSON_TYPES[inner.type](item));
+    if (bad !== undefined) {
+      const container = property.type === "array" ? "an array" : "an object";
+      throw new InvalidArguments(`\`${field}\` must be ${container} of ${inner.type}s; it holds ${kind(bad)}`);
+    }
+  }
+  return args;
+}
+
+/** A WIT `tool-error`: componentize-js turns a thrown object with a `payload` into `err(payload)`. */
+class ToolError extends Error {
+  constructor(tag, message) {
+    super(message);
+    this.payload = { tag, val: message };
+  }
+}
+
+export const tools = {
+  describe() {
+    return Object.entries(TOOLS).map(([name, tool]) => ({
+      name,
+      description: tool.description,
+      inputSchema: JSON.stringify(tool.input),
+      outputSchema: undefined,
+      capabilities: tool.capabilities ?? [],
+    }));
+  },
+
+  async call(name, argumentsText, _context) {
+    const tool = Object.hasOwn(TOOLS, name) ? TOOLS[name] : undefined;
+    try {
+      if (!tool) {
+        throw new InvalidArguments(`there is no tool \`${name}\`; this component offers ${Object.keys(TOOLS).join(", ")}`);
+      }
+      const result = await tool.run(parseArguments(name, argumentsText, tool.input));
+      return JSON.stringify(result ?? null);
+    } catch (error) {
+      if (error instanceof InvalidArguments) throw new ToolError("invalid-arguments", error.message);
+      if (error instanceof Failed) throw new ToolError("failed", error.message);
+      throw new ToolError("failed", `${name} failed unexpectedly: ${error}`);
+    }
+  },
+};
