@@ -1,0 +1,321 @@
+//! The conformance suite every tool component must pass, whatever its language.
+//!
+//! It runs over every directory of `example-tools/` that holds a tool's source (a
+//! `Cargo.toml` or a `build.sh`): adding one adds it here, without editing this file. Each
+//! must have a `conformance.toml` with its cases, and its component built into
+//! `example-tools/dist/<directory>.wasm` (`just tools`). For every component:
+//!
+//! 1. describe: valid names, descriptions, and object schemas whose properties are described;
+//! 2. arguments that are not JSON, that miss a required field, or that have a field of the
+//!    wrong type come back as invalid-arguments from the component itself (the host's own
+//!    schema check is bypassed);
+//! 3. its `ok` calls succeed (with the grants of its `conformance.toml`);
+//! 4. its `fails` calls come back as a typed tool failure;
+//! 5. its `denied` calls, run with nothing granted, are refused, or, for a capability the
+//!    tool can do without (one with an `expect`), succeed with a result that shows it was
+//!    absent; a component whose tools request capabilities must have at least one.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolhost::{CallContext, CallError, ComponentConfig, Grants, LoadedComponent, Toolbox};
+use toolhost_tests::{repo_root, runtime};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cases {
+    #[serde(default)]
+    grants: Grants,
+    #[serde(default)]
+    ok: Vec<Case>,
+    #[serde(default)]
+    fails: Vec<Case>,
+    #[serde(default)]
+    denied: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    tool: String,
+    arguments: Value,
+    expect: Option<String>,
+}
+
+/// A tool component of `example-tools/`: its source directory and its built file.
+struct Subject {
+    name: String,
+    dir: PathBuf,
+    wasm: PathBuf,
+}
+
+fn subjects() -> Vec<Subject> {
+    let tools = repo_root().join("example-tools");
+    let mut subjects: Vec<Subject> = std::fs::read_dir(&tools)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join("Cargo.toml").exists() || dir.join("build.sh").exists())
+        .map(|dir| {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            Subject {
+                wasm: tools.join("dist").join(format!("{name}.wasm")),
+                name,
+                dir,
+            }
+        })
+        .collect();
+    subjects.sort_by(|a, b| a.name.cmp(&b.name));
+    subjects
+}
+
+fn context() -> CallContext {
+    CallContext {
+        call_id: "conformance".into(),
+        ..CallContext::default()
+    }
+}
+
+async fn load(subject: &Subject, grants: Grants) -> Result<Toolbox, String> {
+    let mut config = ComponentConfig::new(&subject.wasm);
+    config.grants = grants;
+    let component = LoadedComponent::load(&runtime(), config, None)
+        .await
+        .map_err(|e| format!("does not load: {:#}", anyhow::Error::from(e)))?;
+    Toolbox::from_components(&runtime(), vec![component]).map_err(|e| e.to_string())
+}
+
+/// A value of another JSON type than `schema` allows.
+fn wrong_type(schema: &Value) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => json!(12345),
+        Some("number" | "integer") => json!("not a number"),
+        Some("boolean") => json!("not a boolean"),
+        Some("array") => json!("not an array"),
+        _ => json!([["not", "an"], "object"]),
+    }
+}
+
+fn invalid_arguments(
+    result: Result<toolhost::ToolOutput, CallError>,
+    what: &str,
+    problems: &mut Vec<String>,
+) {
+    match result {
+        Err(CallError::InvalidArguments { .. }) => {}
+        Ok(output) => problems.push(format!("{what}: succeeded with {:?}", output.text)),
+        Err(other) => problems.push(format!(
+            "{what}: expected invalid-arguments, got {} ({other})",
+            other.kind()
+        )),
+    }
+}
+
+/// Runs every check on `subject` and returns what is wrong with it.
+async fn check(subject: &Subject) -> Vec<String> {
+    let mut problems = Vec::new();
+    let cases_file = subject.dir.join("conformance.toml");
+    let cases: Cases = match std::fs::read_to_string(&cases_file) {
+        Ok(text) => match toml::from_str(&text) {
+            Ok(cases) => cases,
+            Err(e) => return vec![format!("{} is not valid: {e}", cases_file.display())],
+        },
+        Err(_) => {
+            return vec![format!(
+                "has no {}; add one with its ok, fails and denied cases",
+                cases_file.display()
+            )];
+        }
+    };
+    if !subject.wasm.exists() {
+        return vec![format!(
+            "{} does not exist; build it with `just tools`",
+            subject.wasm.display()
+        )];
+    }
+    let bare = match load(subject, Grants::default()).await {
+        Ok(toolbox) => toolbox,
+        Err(problem) => return vec![problem],
+    };
+
+    // 1. describe
+    let mut requests_anything = false;
+    for spec in bare.specs() {
+        let tool = &spec.name;
+        if spec.description.trim().len() < 10 {
+            problems.push(format!(
+                "{tool}: the description {:?} tells the model too little",
+                spec.description
+            ));
+        }
+        let properties = spec
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        for (property, schema) in properties.into_iter().flatten() {
+            if schema
+                .get("description")
+                .and_then(Value::as_str)
+                .is_none_or(|d| d.trim().is_empty())
+            {
+                problems.push(format!("{tool}: argument `{property}` has no description"));
+            }
+        }
+        requests_anything |= !spec.requested.is_empty();
+
+        // 2. invalid arguments, straight to the component
+        invalid_arguments(
+            bare.call_unchecked(tool, "this is not JSON", &context())
+                .await,
+            &format!("{tool} with non-JSON arguments"),
+            &mut problems,
+        );
+        let required: Vec<&str> = spec
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !required.is_empty() {
+            invalid_arguments(
+                bare.call_unchecked(tool, "{}", &context()).await,
+                &format!("{tool} without its required arguments"),
+                &mut problems,
+            );
+        }
+        if let Some((property, schema)) = properties.and_then(|p| p.iter().next()) {
+            let mut arguments = json!({});
+            for (name, schema) in properties.into_iter().flatten() {
+                if required.contains(&name.as_str()) {
+                    arguments[name] = example_value(schema);
+                }
+            }
+            arguments[property] = wrong_type(schema);
+            invalid_arguments(
+                bare.call_unchecked(tool, &arguments.to_string(), &context())
+                    .await,
+                &format!("{tool} with `{property}` of the wrong type ({arguments})"),
+                &mut problems,
+            );
+        }
+    }
+
+    // 3. and 4. with the grants of conformance.toml
+    let mut grants = cases.grants.clone();
+    grants.resolve_paths(&subject.dir);
+    let granted = match load(subject, grants).await {
+        Ok(toolbox) => toolbox,
+        Err(problem) => return vec![format!("with its grants: {problem}")],
+    };
+    for case in &cases.ok {
+        match granted
+            .call(&case.tool, &case.arguments.to_string(), &context())
+            .await
+        {
+            Ok(output) => {
+                if let Some(expected) = &case.expect
+                    && !output.text.contains(expected.as_str())
+                {
+                    problems.push(format!(
+                        "{} {}: {:?} does not contain {expected:?}",
+                        case.tool, case.arguments, output.text
+                    ));
+                }
+            }
+            Err(error) => problems.push(format!(
+                "{} {}: expected success, got {error}",
+                case.tool, case.arguments
+            )),
+        }
+    }
+    for case in &cases.fails {
+        match granted
+            .call(&case.tool, &case.arguments.to_string(), &context())
+            .await
+        {
+            Err(CallError::ToolFailed { .. }) => {}
+            other => problems.push(format!(
+                "{} {}: expected a tool failure, got {other:?}",
+                case.tool, case.arguments
+            )),
+        }
+    }
+
+    // 5. refused without grants
+    if requests_anything && cases.denied.is_empty() {
+        problems.push("its tools request capabilities, but conformance.toml has no `denied` case to check that they are refused without them".to_owned());
+    }
+    for case in &cases.denied {
+        let result = bare
+            .call(&case.tool, &case.arguments.to_string(), &context())
+            .await;
+        match (result, &case.expect) {
+            (Err(CallError::CapabilityDenied { .. } | CallError::ToolFailed { .. }), None) => {}
+            (Ok(output), Some(expected)) if output.text.contains(expected.as_str()) => {}
+            (other, _) => problems.push(format!(
+                "{} {} with nothing granted: expected {}, got {other:?}",
+                case.tool,
+                case.arguments,
+                case.expect.as_ref().map_or_else(
+                    || "a refusal".to_owned(),
+                    |e| format!("a result with {e:?}")
+                )
+            )),
+        }
+    }
+    problems
+}
+
+/// A plausible value for a required argument, so that only the field under test is wrong.
+fn example_value(schema: &Value) -> Value {
+    match schema.get("type").and_then(Value::as_str) {
+        Some("string") => json!("text"),
+        Some("number" | "integer") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        _ => json!({}),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_tool_component_conforms() {
+    let subjects = subjects();
+    assert!(
+        subjects.len() >= 8,
+        "found only {:?}",
+        subjects.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let mut report = Vec::new();
+    for subject in &subjects {
+        for problem in check(subject).await {
+            report.push(format!("{}: {problem}", subject.name));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "{} conformance problems:\n{}",
+        report.len(),
+        report.join("\n")
+    );
+}
+
+#[test]
+fn the_suite_covers_every_language() {
+    let names: Vec<String> = subjects().into_iter().map(|s| s.name).collect();
+    // Rust, Python, JavaScript, C and Go.
+    for expected in [
+        "calculator",
+        "text-python",
+        "json-js",
+        "checksum-c",
+        "wordcount-go",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+}
