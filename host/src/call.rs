@@ -184,9 +184,11 @@ where
             limit: limits.timeout,
         }),
         Ok(Ok(value)) => match state.denials.first() {
-            Some(capability) if value.is_tool_error() => {
-                Err(CallError::CapabilityDenied { tool, capability })
-            }
+            Some(denial) if value.is_tool_error() => Err(CallError::CapabilityDenied {
+                tool,
+                capability: denial.what,
+                grant: denial.grant,
+            }),
             _ => Ok(value),
         },
         Ok(Err(failure)) => Err(classify(failure, state, &limits, tool)),
@@ -244,8 +246,12 @@ fn classify(
             limit: limits.cpu_time,
         };
     }
-    if let Some(capability) = state.denials.first() {
-        return CallError::CapabilityDenied { tool, capability };
+    if let Some(denial) = state.denials.first() {
+        return CallError::CapabilityDenied {
+            tool,
+            capability: denial.what,
+            grant: denial.grant,
+        };
     }
     let message = match error.downcast_ref::<wasmtime::Trap>() {
         Some(trap) => format!("wasm trap: {trap}"),

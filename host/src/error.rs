@@ -138,14 +138,14 @@ pub enum CallError {
     },
 
     /// The tool tried to use something it was not granted.
-    #[error(
-        "`{tool}` was denied {capability}; grant it in the manifest if the tool should have it"
-    )]
+    #[error("`{tool}` was denied {capability}; if it should have it, grant it: {grant}")]
     CapabilityDenied {
         /// The tool.
         tool: String,
         /// What it tried to use, such as `HTTP access to example.com:443`.
         capability: String,
+        /// The grant that would allow it, in the manifest and on the command line.
+        grant: String,
     },
 
     /// The call ran out of time.

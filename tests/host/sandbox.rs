@@ -223,11 +223,20 @@ async fn http_reaches_granted_hosts_only() {
         .await
         .expect_err("127.0.0.1 is not granted");
     match &error {
-        CallError::CapabilityDenied { tool, capability } => {
+        CallError::CapabilityDenied {
+            tool,
+            capability,
+            grant,
+        } => {
             assert_eq!(tool, "current_weather");
             assert_eq!(
                 capability,
                 &format!("HTTP access to {}", server.authority())
+            );
+            let authority = server.authority();
+            assert_eq!(
+                grant,
+                &format!("grants.http = [\"{authority}\"] in the manifest, or --http {authority}")
             );
         }
         other => panic!("expected a denied capability, got {other:?}"),

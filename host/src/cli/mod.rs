@@ -105,10 +105,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
 pub fn init_logging(verbose: u8) {
+    // Dependencies only speak up for errors unless asked: their warnings (a refused
+    // connection of a tool, say) are reported by toolhost itself where they matter.
     let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        _ => "debug",
+        0 => "error,toolhost=warn,host=warn",
+        1 => "warn,toolhost=info,host=info",
+        _ => "info,toolhost=debug,host=debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

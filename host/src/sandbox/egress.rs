@@ -11,24 +11,53 @@ use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::grants::HostPattern;
 
+/// A capability a call tried to use and was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Denial {
+    /// What it tried, such as `HTTP access to example.com:443`.
+    pub(crate) what: String,
+    /// The grant that would allow it, such as `grants.http = ["example.com"]` (manifest) or
+    /// `--http example.com` (`host call`).
+    pub(crate) grant: String,
+}
+
 /// The capabilities a call tried to use and was refused, in the order it tried them.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Denials(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Denials(Arc<Mutex<Vec<Denial>>>);
 
 impl Denials {
-    pub(crate) fn record(&self, what: String) {
+    pub(crate) fn record(&self, what: String, grant: String) {
         tracing::debug!(denied = %what, "capability denied");
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Denial { what, grant });
     }
 
     /// The first refusal, if there was one.
-    pub(crate) fn first(&self) -> Option<String> {
+    pub(crate) fn first(&self) -> Option<Denial> {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .first()
             .cloned()
     }
+}
+
+/// How to grant `host:port` (just `host` when `port` is the scheme's default) in a manifest
+/// and on the command line.
+fn grant_hint(kind: &str, host: &str, port: u16, default_port: Option<u16>) -> String {
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    let pattern = match default_port {
+        Some(default) if default == port => host,
+        _ => format!("{host}:{port}"),
+    };
+    let flag = kind.trim_end_matches('s');
+    format!("grants.{kind} = [\"{pattern}\"] in the manifest, or --{flag} {pattern}")
 }
 
 /// The `wasi:http` hooks of one call: requests go out only to the granted hosts.
@@ -67,7 +96,11 @@ impl WasiHttpHooks for HttpEgress {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let host = host.trim_start_matches('[').trim_end_matches(']');
         if !self.allowed.iter().any(|p| p.matches(host, port)) {
-            self.denials.record(format!("HTTP access to {host}:{port}"));
+            let default_port = if https { 443 } else { 80 };
+            self.denials.record(
+                format!("HTTP access to {host}:{port}"),
+                grant_hint("http", host, port, Some(default_port)),
+            );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         tracing::debug!(%host, port, "outgoing HTTP request allowed");
@@ -103,7 +136,15 @@ pub(crate) fn socket_check(
                 _ => false,
             };
             if !permitted {
-                denials.record(format!("socket {use_:?} to {addr}"));
+                let grant = match use_ {
+                    SocketAddrUse::TcpConnect
+                    | SocketAddrUse::UdpSend
+                    | SocketAddrUse::UdpReceive => {
+                        grant_hint("sockets", &addr.ip().to_string(), addr.port(), None)
+                    }
+                    _ => "nothing: tools may not listen for connections".to_owned(),
+                };
+                denials.record(format!("socket {use_:?} to {addr}"), grant);
             }
             permitted
         })
