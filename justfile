@@ -26,12 +26,14 @@ build:
 tools:
     scripts/build-tools.sh
 
-# The demo: the calculator tool answers the square-root question.
+# The demo: the local model answers the square-root question through the calculator tool.
 demo:
-    cargo run -q -p toolhost --bin host -- call example-tools/toolhost.toml square_root '{"x": 475695037565}'
+    cargo run -q -p toolhost --bin host -- run --manifest example-tools/toolhost.toml --tools add,multiply,square_root "What is the square root of 475695037565?"
 
-# Run every test: unit, integration (real components), conformance, end-to-end.
+# Run every test: unit, integration (real components), conformance, end-to-end with the local model.
 test: build tools
+    scripts/setup-local-llm.sh
+    scripts/test-guests.sh
     cargo test --workspace
 
 # Formatting and clippy, as CI checks them.

@@ -6,11 +6,14 @@
 //! - **raw call**: the same export called again and again on one instance kept alive, with no
 //!   limits: the floor of what a call into wasm costs;
 //! - **process per call**: spawning a tiny native binary that reads the arguments from stdin;
-//! - **start**: loading the example tools with an empty compile cache, then with a warm one.
+//! - **start**: loading the example tools with an empty compile cache, then with a warm one;
+//! - **per component** of `example-tools/dist/` (every language): size, first compile, a
+//!   load from the cache, and a call.
 //!
 //! Reports medians (and p90) and the ratios. No thresholds: the figures are for reading.
 
 mod baseline;
+mod components;
 
 use std::time::{Duration, Instant};
 
@@ -105,6 +108,8 @@ async fn run() -> anyhow::Result<()> {
         "cold start / warm start:      {:>8.1}x",
         ratio(cold, warm.median)
     );
+
+    components::report((iterations / 10).max(50)).await?;
     Ok(())
 }
 

@@ -17,60 +17,10 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
-use std::path::PathBuf;
-
-use serde::Deserialize;
 use serde_json::{Value, json};
 use toolhost::{CallContext, CallError, ComponentConfig, Grants, LoadedComponent, Toolbox};
-use toolhost_tests::{repo_root, runtime};
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Cases {
-    #[serde(default)]
-    grants: Grants,
-    #[serde(default)]
-    ok: Vec<Case>,
-    #[serde(default)]
-    fails: Vec<Case>,
-    #[serde(default)]
-    denied: Vec<Case>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    tool: String,
-    arguments: Value,
-    expect: Option<String>,
-}
-
-/// A tool component of `example-tools/`: its source directory and its built file.
-struct Subject {
-    name: String,
-    dir: PathBuf,
-    wasm: PathBuf,
-}
-
-fn subjects() -> Vec<Subject> {
-    let tools = repo_root().join("example-tools");
-    let mut subjects: Vec<Subject> = std::fs::read_dir(&tools)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|dir| dir.join("Cargo.toml").exists() || dir.join("build.sh").exists())
-        .map(|dir| {
-            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            Subject {
-                wasm: tools.join("dist").join(format!("{name}.wasm")),
-                name,
-                dir,
-            }
-        })
-        .collect();
-    subjects.sort_by(|a, b| a.name.cmp(&b.name));
-    subjects
-}
+use toolhost_tests::conformance::{Cases, Subject, subjects};
+use toolhost_tests::runtime;
 
 fn context() -> CallContext {
     CallContext {
@@ -204,9 +154,7 @@ async fn check(subject: &Subject) -> Vec<String> {
     }
 
     // 3. and 4. with the grants of conformance.toml
-    let mut grants = cases.grants.clone();
-    grants.resolve_paths(&subject.dir);
-    let granted = match load(subject, grants).await {
+    let granted = match load(subject, subject.grants(&cases)).await {
         Ok(toolbox) => toolbox,
         Err(problem) => return vec![format!("with its grants: {problem}")],
     };
