@@ -110,6 +110,9 @@ async fn run() -> anyhow::Result<()> {
     );
 
     components::report((iterations / 10).max(50)).await?;
+
+    println!();
+    println!("memory: {}", memory_status());
     Ok(())
 }
 
@@ -122,6 +125,22 @@ async fn time_load(runtime: &Runtime) -> anyhow::Result<Duration> {
     let took = started.elapsed();
     assert_eq!(toolbox.names().len(), 8);
     Ok(took)
+}
+
+/// The process's resident memory now and at its peak, from /proc (Linux).
+fn memory_status() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map_or_else(|| "?".to_owned(), |v| v.trim().to_owned())
+    };
+    format!(
+        "resident {} now, {} at the peak (the whole run: compilers included)",
+        field("VmRSS:"),
+        field("VmHWM:")
+    )
 }
 
 struct Stats {

@@ -162,6 +162,26 @@ async fn every_call_gets_a_fresh_instance() {
     }
 }
 
+#[tokio::test]
+async fn nothing_a_call_leaves_in_memory_reaches_the_next() {
+    let toolbox = load(MISBEHAVE, |_| {}).await;
+    for secret in [
+        "first-secret-3f9a",
+        "second-secret-77c1",
+        "third-secret-0b2e",
+    ] {
+        let arguments = serde_json::json!({ "text": secret }).to_string();
+        let output = toolbox
+            .call("remember", &arguments, &context())
+            .await
+            .expect("remember succeeds");
+        assert_eq!(
+            output.text, "before: \"\"; in fresh heap: false",
+            "after writing {secret}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_run_concurrently() {
     // One call computes until its CPU budget runs out; calls made meanwhile still finish

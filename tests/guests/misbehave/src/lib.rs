@@ -126,6 +126,31 @@ fn count(_: Nothing) -> Result<u32, ToolError> {
     Ok(CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
 }
 
+/// Some text to keep.
+#[derive(Deserialize, JsonSchema)]
+struct Text {
+    /// The text.
+    text: String,
+}
+
+/// Stores `text` in zero-initialized memory (a static buffer and the heap) and returns what
+/// an earlier call left there: always nothing, since every call gets a fresh instance whose
+/// memory was reset.
+fn remember(args: Text) -> Result<String, ToolError> {
+    static BUFFER: std::sync::Mutex<[u8; 4096]> = std::sync::Mutex::new([0; 4096]);
+    let mut buffer = BUFFER.lock().map_err(|_| ToolError::failed("poisoned"))?;
+    let before = String::from_utf8_lossy(&buffer[..buffer.iter().position(|&b| b == 0).unwrap_or(4096)]).into_owned();
+    let bytes = args.text.as_bytes();
+    let len = bytes.len().min(4095);
+    buffer[..len].copy_from_slice(&bytes[..len]);
+    // A large heap block, written and left behind.
+    let mut heap = vec![0u8; 1 << 20];
+    let found = heap.windows(bytes.len().max(1)).any(|w| w == bytes);
+    heap[..len].copy_from_slice(&bytes[..len]);
+    std::mem::forget(heap);
+    Ok(format!("before: {before:?}; in fresh heap: {found}"))
+}
+
 struct Misbehave;
 
 impl Toolbox for Misbehave {
@@ -143,6 +168,7 @@ impl Toolbox for Misbehave {
             Tool::new("connect", "Opens a TCP connection.", connect),
             Tool::new("fetch", "Fetches a URL.", fetch),
             Tool::new("count", "Counts its calls.", count),
+            Tool::new("remember", "Keeps text in memory.", remember),
         ]
     }
 }
