@@ -170,7 +170,7 @@ impl ModelArgs {
                 .unwrap_or(AgentOptions::default().max_rounds),
             system: config.system.clone(),
             temperature: config.effective_temperature(),
-            max_tokens: config.max_tokens,
+            max_tokens: config.effective_max_tokens(),
             stream: stream && config.stream.unwrap_or(true),
             return_direct: manifest.return_direct_tools(),
             ..AgentOptions::default()

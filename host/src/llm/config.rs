@@ -137,6 +137,14 @@ impl ModelConfig {
             .or((self.kind() == ProviderKind::Local).then_some(0.0))
     }
 
+    /// The token limit to send: as set, else 1024 for the local model (llama-server would
+    /// otherwise generate to the end of its context when the model rambles), else the
+    /// server's default.
+    pub fn effective_max_tokens(&self) -> Option<u32> {
+        self.max_tokens
+            .or((self.kind() == ProviderKind::Local).then_some(1024))
+    }
+
     fn http_options(&self) -> HttpOptions {
         let mut options = HttpOptions::default();
         if let Some(timeout) = self.timeout {
@@ -203,7 +211,7 @@ impl ModelConfig {
             }
             ProviderKind::Local => {
                 let server = LocalServer::start(&LocalServerConfig::default()).await?;
-                let name = self.name.as_deref().unwrap_or("gemma-3-270m");
+                let name = self.name.as_deref().unwrap_or(super::local::MODEL_NAME);
                 let provider: Arc<dyn Provider> = match self.format.unwrap_or_default() {
                     WireFormat::OpenAi => Arc::new(OpenAiProvider::new(
                         &format!("{}/v1", server.base_url()),

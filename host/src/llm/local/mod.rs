@@ -22,6 +22,9 @@ pub const CHAT_TEMPLATE: &str = include_str!("gemma3-tools.jinja");
 /// The model the setup script assembles.
 pub const MODEL_FILE: &str = "gemma-3-270m-q4_k_m.gguf";
 
+/// The name the server reports the model under.
+pub const MODEL_NAME: &str = "gemma-3-270m";
+
 /// Where the server and model are, and how to run them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalServerConfig {
@@ -124,7 +127,7 @@ impl LocalServer {
                 "-c",
                 &config.context.to_string(),
             ])
-            .args(["-t", &config.threads.to_string(), "--no-webui"])
+            .args(["-t", &config.threads.to_string(), "--no-webui", "-a", MODEL_NAME])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
