@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{HttpClient, HttpOptions};
+use super::sse::Event;
+use super::wire::{WireFormat, WireProvider, event_json};
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, Provider, ProviderError, ToolCall,
-    ToolChoice, Usage, arguments_object,
+    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage, arguments_object,
 };
 
 /// The API version this client speaks.
@@ -17,94 +16,61 @@ const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; this is sent when the request sets none.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-/// A model behind an Anthropic Messages endpoint.
-#[derive(Debug, Clone)]
-pub struct AnthropicProvider {
-    http: HttpClient,
-    url: String,
-    model: String,
-    api_key: Option<String>,
-}
+/// The Anthropic Messages format.
+#[derive(Debug, Clone, Copy)]
+pub struct Anthropic;
 
-impl AnthropicProvider {
-    /// `model` at `base_url` (such as `https://api.anthropic.com`; a trailing `/v1` is
-    /// accepted too), sending `api_key` in `x-api-key` when there is one.
-    pub fn new(
-        base_url: &str,
-        model: &str,
-        api_key: Option<String>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        let base = base_url.trim_end_matches('/');
-        let url = match base.strip_suffix("/v1") {
+/// A model behind an Anthropic Messages endpoint. The base URL is the server's root, such as
+/// `https://api.anthropic.com` (a trailing `/v1` is accepted too); a key goes in `x-api-key`.
+pub type AnthropicProvider = WireProvider<Anthropic>;
+
+impl WireFormat for Anthropic {
+    const NAME: &'static str = "Anthropic format";
+    type Stream = StreamState;
+
+    fn url(base: &str) -> String {
+        match base.strip_suffix("/v1") {
             Some(_) => format!("{base}/messages"),
             None => format!("{base}/v1/messages"),
-        };
-        Ok(Self {
-            http: HttpClient::new(base, options)?,
-            url,
-            model: model.to_owned(),
-            api_key,
-        })
+        }
     }
 
-    async fn send(
-        &self,
-        request: &ChatRequest,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(&self.model, request);
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
-        if let Some(key) = &self.api_key {
-            headers.push(("x-api-key", key.clone()));
+        if let Some(key) = api_key {
+            headers.push(("x-api-key", key.to_owned()));
         }
-        let response = self
-            .http
-            .post(&self.url, &headers, &body, request.stream)
-            .await?;
-        if !request.stream {
-            let value = self.http.json(response).await?;
-            return parse_response(&value).map_err(|e| self.http.protocol(e));
-        }
-        let mut stream = StreamState::default();
-        self.http
-            .events(response, |event| {
-                let data: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    self.http
-                        .protocol(format!("a stream event is not JSON ({e}): {}", event.data))
-                })?;
-                let kind = data
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&event.event);
-                if kind == "error" {
-                    let message = data["error"]["message"].as_str().unwrap_or("unknown");
-                    return Err(self
-                        .http
-                        .protocol(format!("the stream reported an error: {message}")));
-                }
-                stream.apply(kind, &data, on_text);
-                Ok(kind == "message_stop")
-            })
-            .await?;
-        stream.finish().map_err(|e| self.http.protocol(e))
-    }
-}
-
-impl Provider for AnthropicProvider {
-    fn describe(&self) -> String {
-        format!(
-            "model `{}` at {} (Anthropic format)",
-            self.model, self.http.server
-        )
+        headers
     }
 
-    fn chat<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        on_text: &'a mut (dyn FnMut(&str) + Send),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.send(request, on_text))
+    fn body(model: &str, request: &ChatRequest) -> Value {
+        request_body(model, request)
+    }
+
+    fn parse(value: &Value) -> Result<ChatResponse, String> {
+        parse_response(value)
+    }
+
+    fn apply(
+        stream: &mut StreamState,
+        event: &Event,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, String> {
+        let data = event_json(event)?;
+        let kind = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(&event.event);
+        if kind == "error" {
+            let message = data["error"]["message"].as_str().unwrap_or("unknown");
+            return Err(format!("the stream reported an error: {message}"));
+        }
+        stream.apply(kind, &data, on_text);
+        Ok(kind == "message_stop")
+    }
+
+    fn finish(stream: StreamState) -> Result<ChatResponse, String> {
+        stream.finish()
     }
 }
 
@@ -263,7 +229,7 @@ enum Block {
 
 /// A streamed answer being assembled from its events.
 #[derive(Debug, Default)]
-pub(crate) struct StreamState {
+pub struct StreamState {
     text: String,
     blocks: BTreeMap<u64, Block>,
     finish: Option<FinishReason>,

@@ -49,7 +49,7 @@ impl std::str::FromStr for ProviderKind {
 /// The wire format the local server is spoken to in (it serves both).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum WireFormat {
+pub enum LocalFormat {
     /// OpenAI Chat Completions.
     #[default]
     OpenAi,
@@ -88,7 +88,7 @@ pub struct ModelConfig {
     /// Retries after 429, 5xx and failed connections (default 3).
     pub max_retries: Option<u32>,
     /// For the local model: which format to speak to it in (openai or anthropic).
-    pub format: Option<WireFormat>,
+    pub format: Option<LocalFormat>,
 }
 
 impl ModelConfig {
@@ -213,13 +213,13 @@ impl ModelConfig {
                 let server = LocalServer::start(&LocalServerConfig::default()).await?;
                 let name = self.name.as_deref().unwrap_or(super::local::MODEL_NAME);
                 let provider: Arc<dyn Provider> = match self.format.unwrap_or_default() {
-                    WireFormat::OpenAi => Arc::new(OpenAiProvider::new(
+                    LocalFormat::OpenAi => Arc::new(OpenAiProvider::new(
                         &format!("{}/v1", server.base_url()),
                         name,
                         None,
                         options,
                     )?),
-                    WireFormat::Anthropic => Arc::new(AnthropicProvider::new(
+                    LocalFormat::Anthropic => Arc::new(AnthropicProvider::new(
                         server.base_url(),
                         name,
                         None,

@@ -13,6 +13,7 @@ mod http;
 pub mod local;
 mod openai;
 mod sse;
+mod wire;
 
 use std::fmt;
 
@@ -20,11 +21,12 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use anthropic::AnthropicProvider;
-pub use config::{ConnectedModel, ModelConfig, ProviderKind, WireFormat};
+pub use anthropic::{Anthropic, AnthropicProvider};
+pub use config::{ConnectedModel, LocalFormat, ModelConfig, ProviderKind};
 pub use error::ProviderError;
 pub use http::HttpOptions;
-pub use openai::OpenAiProvider;
+pub use openai::{OpenAi, OpenAiProvider};
+pub use wire::{WireFormat, WireProvider};
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,101 +3,66 @@
 
 use std::collections::BTreeMap;
 
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{HttpClient, HttpOptions};
-use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, Provider, ProviderError, ToolCall,
-    ToolChoice, Usage,
-};
+use super::sse::Event;
+use super::wire::{WireFormat, WireProvider, event_json};
+use super::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage};
 
-/// A model behind an OpenAI-compatible Chat Completions endpoint.
-#[derive(Debug, Clone)]
-pub struct OpenAiProvider {
-    http: HttpClient,
-    url: String,
-    model: String,
-    api_key: Option<String>,
-}
+/// The OpenAI Chat Completions format.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenAi;
 
-impl OpenAiProvider {
-    /// `model` at `base_url` (such as `https://api.openai.com/v1` or
-    /// `http://127.0.0.1:8080/v1`), sending `api_key` as a bearer token when there is one.
-    pub fn new(
-        base_url: &str,
-        model: &str,
-        api_key: Option<String>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        let base = base_url.trim_end_matches('/');
-        Ok(Self {
-            http: HttpClient::new(base, options)?,
-            url: format!("{base}/chat/completions"),
-            model: model.to_owned(),
-            api_key,
-        })
+/// A model behind an OpenAI-compatible Chat Completions endpoint. The base URL ends in `/v1`,
+/// such as `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; a key goes as a bearer
+/// token.
+pub type OpenAiProvider = WireProvider<OpenAi>;
+
+impl WireFormat for OpenAi {
+    const NAME: &'static str = "OpenAI format";
+    type Stream = StreamState;
+
+    fn url(base: &str) -> String {
+        format!("{base}/chat/completions")
     }
 
-    async fn send(
-        &self,
-        request: &ChatRequest,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ChatResponse, ProviderError> {
-        let body = request_body(&self.model, request);
-        let headers: Vec<(&str, String)> = match &self.api_key {
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        match api_key {
             Some(key) => vec![("authorization", format!("Bearer {key}"))],
             None => Vec::new(),
-        };
-        let response = self
-            .http
-            .post(&self.url, &headers, &body, request.stream)
-            .await?;
-        if !request.stream {
-            let value = self.http.json(response).await?;
-            return parse_response(&value).map_err(|e| self.http.protocol(e));
         }
-        let mut stream = StreamState::default();
-        self.http
-            .events(response, |event| {
-                if event.data.trim() == "[DONE]" {
-                    return Ok(true);
-                }
-                let chunk: Value = serde_json::from_str(&event.data).map_err(|e| {
-                    self.http
-                        .protocol(format!("a stream event is not JSON ({e}): {}", event.data))
-                })?;
-                if let Some(error) = chunk.get("error") {
-                    let message = error
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("unknown");
-                    return Err(self
-                        .http
-                        .protocol(format!("the stream reported an error: {message}")));
-                }
-                stream.apply(&chunk, on_text);
-                Ok(false)
-            })
-            .await?;
-        stream.finish().map_err(|e| self.http.protocol(e))
-    }
-}
-
-impl Provider for OpenAiProvider {
-    fn describe(&self) -> String {
-        format!(
-            "model `{}` at {} (OpenAI format)",
-            self.model, self.http.server
-        )
     }
 
-    fn chat<'a>(
-        &'a self,
-        request: &'a ChatRequest,
-        on_text: &'a mut (dyn FnMut(&str) + Send),
-    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.send(request, on_text))
+    fn body(model: &str, request: &ChatRequest) -> Value {
+        request_body(model, request)
+    }
+
+    fn parse(value: &Value) -> Result<ChatResponse, String> {
+        parse_response(value)
+    }
+
+    fn apply(
+        stream: &mut StreamState,
+        event: &Event,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<bool, String> {
+        if event.data.trim() == "[DONE]" {
+            return Ok(true);
+        }
+        let chunk = event_json(event)?;
+        if let Some(error) = chunk.get("error") {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            return Err(format!("the stream reported an error: {message}"));
+        }
+        stream.apply(&chunk, on_text);
+        Ok(false)
+    }
+
+    fn finish(stream: StreamState) -> Result<ChatResponse, String> {
+        stream.finish()
     }
 }
 
@@ -248,7 +213,7 @@ pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
 /// A streamed answer being assembled from its chunks. Tool calls arrive as fragments keyed by
 /// `index`: the first usually carries the id and name, the rest pieces of the arguments.
 #[derive(Debug, Default)]
-pub(crate) struct StreamState {
+pub struct StreamState {
     text: String,
     calls: BTreeMap<u64, ToolCall>,
     finish: Option<FinishReason>,

@@ -4,9 +4,9 @@
 /// One event: its type (`event:` field, empty when absent) and its data (`data:` lines joined
 /// with newlines).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Event {
-    pub(crate) event: String,
-    pub(crate) data: String,
+pub struct Event {
+    pub event: String,
+    pub data: String,
 }
 
 /// Turns a byte stream into events. Lines may end in `\n`, `\r\n` or `\r`, and may be split

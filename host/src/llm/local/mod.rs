@@ -127,7 +127,13 @@ impl LocalServer {
                 "-c",
                 &config.context.to_string(),
             ])
-            .args(["-t", &config.threads.to_string(), "--no-webui", "-a", MODEL_NAME])
+            .args([
+                "-t",
+                &config.threads.to_string(),
+                "--no-webui",
+                "-a",
+                MODEL_NAME,
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
