@@ -168,17 +168,7 @@ fn stop_reason(value: &str) -> FinishReason {
 }
 
 fn usage(value: &Value) -> Option<Usage> {
-    let usage = value.get("usage").filter(|u| u.is_object())?;
-    Some(Usage {
-        input_tokens: usage
-            .get("input_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        output_tokens: usage
-            .get("output_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-    })
+    Usage::from_json(value, "input_tokens", "output_tokens")
 }
 
 /// Reads a whole (not streamed) answer.

@@ -171,6 +171,18 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// The counts in `value["usage"]`, under the format's names for them.
+    pub(crate) fn from_json(value: &Value, input: &str, output: &str) -> Option<Usage> {
+        let usage = value.get("usage").filter(|u| u.is_object())?;
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Some(Usage {
+            input_tokens: count(input),
+            output_tokens: count(output),
+        })
+    }
+}
+
 impl std::ops::Add for Usage {
     type Output = Usage;
 

@@ -145,17 +145,7 @@ fn finish_reason(value: &str) -> FinishReason {
 }
 
 fn usage(value: &Value) -> Option<Usage> {
-    let usage = value.get("usage").filter(|u| u.is_object())?;
-    Some(Usage {
-        input_tokens: usage
-            .get("prompt_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-        output_tokens: usage
-            .get("completion_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
-    })
+    Usage::from_json(value, "prompt_tokens", "completion_tokens")
 }
 
 /// Arguments as text: a string as sent, or an object some servers send instead.
