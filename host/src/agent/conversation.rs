@@ -39,6 +39,14 @@ impl Conversation {
         &self.messages
     }
 
+    /// How many model turns it has.
+    pub fn turns(&self) -> usize {
+        self.messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count()
+    }
+
     /// The tool calls of the last model turn that have no result yet.
     pub fn pending_calls(&self) -> Vec<&ToolCall> {
         let answered = self.answered_since_last_assistant();

@@ -342,12 +342,7 @@ impl Agent {
         options: &RunOptions,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Step, AgentError> {
-        let round = conversation
-            .messages()
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count()
-            + 1;
+        let round = conversation.turns() + 1;
         let tools = self.offered(conversation.messages(), options);
         Ok(self
             .request(conversation, tools, options, round, events)
@@ -374,11 +369,7 @@ impl Agent {
             call_id: String::new(),
             values: options.context.clone(),
         };
-        let round = conversation
-            .messages()
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
+        let round = conversation.turns();
         self.execute(conversation, calls, &offered, &context, round, events)
             .await
     }

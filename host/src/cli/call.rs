@@ -91,7 +91,7 @@ impl CallArgs {
     fn component_configs(&self) -> anyhow::Result<Vec<ComponentConfig>> {
         let limits = self.limits.config();
         if is_manifest(&self.target) {
-            if self.grants.clone().into_grants() != toolhost::Grants::default() {
+            if !self.grants.to_grants().is_empty() {
                 bail!(
                     "grant flags apply to a single component; with a manifest, put the grants \
                      in {}",
@@ -109,7 +109,7 @@ impl CallArgs {
                 .collect());
         }
         let mut config = ComponentConfig::new(&self.target);
-        config.grants = self.grants.clone().into_grants();
+        config.grants = self.grants.to_grants();
         config.limits = limits.apply(config.limits);
         Ok(vec![config])
     }

@@ -146,14 +146,12 @@ pub struct GrantArgs {
 }
 
 impl GrantArgs {
-    fn into_grants(self) -> Grants {
-        let mut dirs = self.dirs;
-        dirs.extend(self.dirs_rw);
+    fn to_grants(&self) -> Grants {
         Grants {
-            dirs,
-            env: self.env,
-            http: self.http,
-            sockets: self.sockets,
+            dirs: self.dirs.iter().chain(&self.dirs_rw).cloned().collect(),
+            env: self.env.clone(),
+            http: self.http.clone(),
+            sockets: self.sockets.clone(),
         }
     }
 }

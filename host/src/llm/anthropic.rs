@@ -43,12 +43,124 @@ impl WireFormat for Anthropic {
         headers
     }
 
+    /// The JSON body of a request. System messages become the top-level `system`; messages of
+    /// the same role in a row are merged (the format requires turns to alternate), so tool
+    /// results all land in the user message right after the calls.
     fn body(model: &str, request: &ChatRequest) -> Value {
-        request_body(model, request)
+        let mut system: Vec<&str> = Vec::new();
+        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+        let mut push = |role: &'static str, blocks: Vec<Value>| match messages.last_mut() {
+            Some((last, content)) if *last == role => content.extend(blocks),
+            _ => messages.push((role, blocks)),
+        };
+        for message in &request.messages {
+            match message {
+                Message::System { text } => system.push(text),
+                Message::User { text } => {
+                    push("user", vec![json!({ "type": "text", "text": text })])
+                }
+                Message::Assistant { text, tool_calls } => {
+                    let mut blocks = Vec::new();
+                    if !text.is_empty() {
+                        blocks.push(json!({ "type": "text", "text": text }));
+                    }
+                    for call in tool_calls {
+                        let input = arguments_object(&call.arguments).unwrap_or_default();
+                        blocks.push(json!({
+                            "type": "tool_use", "id": call.id, "name": call.name, "input": input,
+                        }));
+                    }
+                    push("assistant", blocks);
+                }
+                Message::ToolResult {
+                    call_id,
+                    content,
+                    is_error,
+                    ..
+                } => {
+                    let mut block = json!({
+                        "type": "tool_result", "tool_use_id": call_id, "content": content,
+                    });
+                    if *is_error {
+                        block["is_error"] = json!(true);
+                    }
+                    push("user", vec![block]);
+                }
+            }
+        }
+        let messages: Vec<Value> = messages
+            .into_iter()
+            .map(|(role, content)| json!({ "role": role, "content": content }))
+            .collect();
+        let mut body = json!({
+            "model": model,
+            "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            "messages": messages,
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "name": tool.name,
+                        "description": tool.description,
+                        "input_schema": tool.parameters,
+                    })
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!({ "type": "auto" }),
+                ToolChoice::None => json!({ "type": "none" }),
+                ToolChoice::Required => json!({ "type": "any" }),
+                ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
+            };
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if request.stream {
+            body["stream"] = json!(true);
+        }
+        body
     }
 
+    /// Reads a whole (not streamed) answer.
     fn parse(value: &Value) -> Result<ChatResponse, String> {
-        parse_response(value)
+        let blocks = value
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("the answer has no content: {value}"))?;
+        let mut text = String::new();
+        let mut tool_calls = Vec::new();
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => text.push_str(block["text"].as_str().unwrap_or("")),
+                Some("tool_use") => tool_calls.push(ToolCall {
+                    id: block["id"].as_str().unwrap_or("").to_owned(),
+                    name: block["name"].as_str().unwrap_or("").to_owned(),
+                    arguments: block
+                        .get("input")
+                        .map_or_else(|| "{}".to_owned(), Value::to_string),
+                }),
+                _ => {}
+            }
+        }
+        let finish = match value.get("stop_reason").and_then(Value::as_str) {
+            Some(reason) => stop_reason(reason),
+            None if tool_calls.is_empty() => FinishReason::Stop,
+            None => FinishReason::ToolCalls,
+        };
+        Ok(ChatResponse {
+            text,
+            tool_calls,
+            finish,
+            usage: usage(value),
+        })
     }
 
     fn apply(
@@ -74,90 +186,6 @@ impl WireFormat for Anthropic {
     }
 }
 
-/// The JSON body of a request. System messages become the top-level `system`; messages of
-/// the same role in a row are merged (the format requires turns to alternate), so tool
-/// results all land in the user message right after the calls.
-pub(crate) fn request_body(model: &str, request: &ChatRequest) -> Value {
-    let mut system: Vec<&str> = Vec::new();
-    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-    let mut push = |role: &'static str, blocks: Vec<Value>| match messages.last_mut() {
-        Some((last, content)) if *last == role => content.extend(blocks),
-        _ => messages.push((role, blocks)),
-    };
-    for message in &request.messages {
-        match message {
-            Message::System { text } => system.push(text),
-            Message::User { text } => push("user", vec![json!({ "type": "text", "text": text })]),
-            Message::Assistant { text, tool_calls } => {
-                let mut blocks = Vec::new();
-                if !text.is_empty() {
-                    blocks.push(json!({ "type": "text", "text": text }));
-                }
-                for call in tool_calls {
-                    let input = arguments_object(&call.arguments).unwrap_or_default();
-                    blocks.push(json!({
-                        "type": "tool_use", "id": call.id, "name": call.name, "input": input,
-                    }));
-                }
-                push("assistant", blocks);
-            }
-            Message::ToolResult {
-                call_id,
-                content,
-                is_error,
-                ..
-            } => {
-                let mut block = json!({
-                    "type": "tool_result", "tool_use_id": call_id, "content": content,
-                });
-                if *is_error {
-                    block["is_error"] = json!(true);
-                }
-                push("user", vec![block]);
-            }
-        }
-    }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| json!({ "role": role, "content": content }))
-        .collect();
-    let mut body = json!({
-        "model": model,
-        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": messages,
-    });
-    if !system.is_empty() {
-        body["system"] = json!(system.join("\n\n"));
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-        body["tool_choice"] = match &request.tool_choice {
-            ToolChoice::Auto => json!({ "type": "auto" }),
-            ToolChoice::None => json!({ "type": "none" }),
-            ToolChoice::Required => json!({ "type": "any" }),
-            ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
-        };
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    if request.stream {
-        body["stream"] = json!(true);
-    }
-    body
-}
-
 fn stop_reason(value: &str) -> FinishReason {
     match value {
         "end_turn" | "stop_sequence" => FinishReason::Stop,
@@ -169,40 +197,6 @@ fn stop_reason(value: &str) -> FinishReason {
 
 fn usage(value: &Value) -> Option<Usage> {
     Usage::from_json(value, "input_tokens", "output_tokens")
-}
-
-/// Reads a whole (not streamed) answer.
-pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
-    let blocks = value
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("the answer has no content: {value}"))?;
-    let mut text = String::new();
-    let mut tool_calls = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => text.push_str(block["text"].as_str().unwrap_or("")),
-            Some("tool_use") => tool_calls.push(ToolCall {
-                id: block["id"].as_str().unwrap_or("").to_owned(),
-                name: block["name"].as_str().unwrap_or("").to_owned(),
-                arguments: block
-                    .get("input")
-                    .map_or_else(|| "{}".to_owned(), Value::to_string),
-            }),
-            _ => {}
-        }
-    }
-    let finish = match value.get("stop_reason").and_then(Value::as_str) {
-        Some(reason) => stop_reason(reason),
-        None if tool_calls.is_empty() => FinishReason::Stop,
-        None => FinishReason::ToolCalls,
-    };
-    Ok(ChatResponse {
-        text,
-        tool_calls,
-        finish,
-        usage: usage(value),
-    })
 }
 
 /// A block of a streamed answer.
@@ -378,7 +372,7 @@ mod tests {
             max_tokens: None,
             stream: false,
         };
-        let body = request_body("m", &request);
+        let body = Anthropic::body("m", &request);
         assert_eq!(body["system"], "Be brief.");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["tool_choice"], json!({"type": "any"}));

@@ -33,12 +33,88 @@ impl WireFormat for OpenAi {
         }
     }
 
+    /// The JSON body of a request.
     fn body(model: &str, request: &ChatRequest) -> Value {
-        request_body(model, request)
+        let messages: Vec<Value> = request.messages.iter().map(message).collect();
+        let mut body = json!({ "model": model, "messages": messages });
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": tool.name,
+                            "description": tool.description,
+                            "parameters": tool.parameters,
+                        }
+                    })
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = match &request.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => {
+                    json!({ "type": "function", "function": { "name": name } })
+                }
+            };
+        }
+        if let Some(temperature) = request.temperature {
+            body["temperature"] = json!(temperature);
+        }
+        if let Some(max_tokens) = request.max_tokens {
+            body["max_tokens"] = json!(max_tokens);
+        }
+        if request.stream {
+            body["stream"] = json!(true);
+        }
+        body
     }
 
+    /// Reads a whole (not streamed) answer.
     fn parse(value: &Value) -> Result<ChatResponse, String> {
-        parse_response(value)
+        let choice = value
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .ok_or_else(|| format!("the answer has no choices: {value}"))?;
+        let message = choice.get("message").ok_or("the choice has no message")?;
+        let text = message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let tool_calls = message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .map(|calls| {
+                calls
+                    .iter()
+                    .map(|call| ToolCall {
+                        id: call
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_owned(),
+                        name: call["function"]["name"].as_str().unwrap_or("").to_owned(),
+                        arguments: arguments_text(call["function"].get("arguments")),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let finish = match choice.get("finish_reason").and_then(Value::as_str) {
+            Some(reason) => finish_reason(reason),
+            None if tool_calls.is_empty() => FinishReason::Stop,
+            None => FinishReason::ToolCalls,
+        };
+        Ok(ChatResponse {
+            text,
+            tool_calls,
+            finish,
+            usage: usage(value),
+        })
     }
 
     fn apply(
@@ -64,45 +140,6 @@ impl WireFormat for OpenAi {
     fn finish(stream: StreamState) -> Result<ChatResponse, String> {
         stream.finish()
     }
-}
-
-/// The JSON body of a request.
-pub(crate) fn request_body(model: &str, request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message).collect();
-    let mut body = json!({ "model": model, "messages": messages });
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }
-                })
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-        body["tool_choice"] = match &request.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Required => json!("required"),
-            ToolChoice::Tool(name) => json!({ "type": "function", "function": { "name": name } }),
-        };
-    }
-    if let Some(temperature) = request.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    if let Some(max_tokens) = request.max_tokens {
-        body["max_tokens"] = json!(max_tokens);
-    }
-    if request.stream {
-        body["stream"] = json!(true);
-    }
-    body
 }
 
 fn message(message: &Message) -> Value {
@@ -155,49 +192,6 @@ fn arguments_text(value: Option<&Value>) -> String {
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
-}
-
-/// Reads a whole (not streamed) answer.
-pub(crate) fn parse_response(value: &Value) -> Result<ChatResponse, String> {
-    let choice = value
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| format!("the answer has no choices: {value}"))?;
-    let message = choice.get("message").ok_or("the choice has no message")?;
-    let text = message
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
-    let tool_calls = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|call| ToolCall {
-                    id: call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    name: call["function"]["name"].as_str().unwrap_or("").to_owned(),
-                    arguments: arguments_text(call["function"].get("arguments")),
-                })
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    let finish = match choice.get("finish_reason").and_then(Value::as_str) {
-        Some(reason) => finish_reason(reason),
-        None if tool_calls.is_empty() => FinishReason::Stop,
-        None => FinishReason::ToolCalls,
-    };
-    Ok(ChatResponse {
-        text,
-        tool_calls,
-        finish,
-        usage: usage(value),
-    })
 }
 
 /// A streamed answer being assembled from its chunks. Tool calls arrive as fragments keyed by

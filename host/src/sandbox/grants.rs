@@ -39,14 +39,6 @@ pub struct Grants {
 }
 
 impl Grants {
-    /// Adds every grant of `other` to these.
-    pub fn extend(&mut self, other: Grants) {
-        self.dirs.extend(other.dirs);
-        self.env.extend(other.env);
-        self.http.extend(other.http);
-        self.sockets.extend(other.sockets);
-    }
-
     /// Whether nothing at all is granted.
     pub fn is_empty(&self) -> bool {
         self == &Grants::default()
