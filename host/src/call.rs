@@ -33,12 +33,20 @@ pub struct ToolOutput {
     /// What the tool wrote to stderr.
     pub stderr: CapturedLog,
     /// How long the call took, instantiation included.
-    #[serde(serialize_with = "serialize_micros")]
+    #[serde(rename = "duration_ms", serialize_with = "crate::report::serialize_millis")]
     pub duration: Duration,
 }
 
-fn serialize_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u128(d.as_micros())
+impl ToolOutput {
+    /// A result with `text` and nothing logged.
+    pub fn text(text: impl Into<String>, duration: Duration) -> Self {
+        Self {
+            text: text.into(),
+            stdout: CapturedLog::default(),
+            stderr: CapturedLog::default(),
+            duration,
+        }
+    }
 }
 
 /// The error a store's epoch callback raises when the call has used up its CPU time.
@@ -231,6 +239,14 @@ fn classify(
         };
     }
     let error = match failure {
+        Failure::Start(error) if error.is::<wasmtime::PoolConcurrencyLimitError>() => {
+            return CallError::Instantiate {
+                tool,
+                source: anyhow::Error::from(error).context(
+                    "every instance slot is in use: raise RuntimeConfig::max_concurrent_calls",
+                ),
+            };
+        }
         Failure::Start(error) => {
             return CallError::Instantiate {
                 tool,
@@ -253,24 +269,26 @@ fn classify(
             grant: denial.grant,
         };
     }
-    let message = match error.downcast_ref::<wasmtime::Trap>() {
+    let trap = match error.downcast_ref::<wasmtime::Trap>() {
         Some(trap) => format!("wasm trap: {trap}"),
         None => format!("{error:#}"),
     };
-    CallError::Trap { tool, message }
+    CallError::Trap {
+        tool,
+        trap,
+        stderr: None,
+    }
 }
 
 /// Adds the tail of the tool's stderr to a crash report: for a Rust panic that is where the
 /// panic message is.
-fn with_stderr(error: CallError, stderr: &CapturedLog) -> CallError {
+fn with_stderr(error: CallError, log: &CapturedLog) -> CallError {
     match error {
-        CallError::Trap { tool, message } if !stderr.text.trim().is_empty() => {
-            let tail = last_lines(&stderr.text, 3, 400);
-            CallError::Trap {
-                tool,
-                message: format!("{message}; stderr: {tail}"),
-            }
-        }
+        CallError::Trap { tool, trap, .. } if !log.text.trim().is_empty() => CallError::Trap {
+            tool,
+            trap,
+            stderr: Some(last_lines(&log.text, 3, 400)),
+        },
         other => other,
     }
 }

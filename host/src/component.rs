@@ -1,18 +1,24 @@
-//! Loading one tool component: read, compile (or load from the cache), check that it targets
-//! the toolhost world, pre-instantiate, and ask it for its tools.
+//! One tool component as a tool source: read, compile (or take from the cache), check that it
+//! targets the toolhost world, pre-instantiate, and ask it for its tools.
+//!
+//! A component whose tools the compile cache already knows is not compiled, nor even read:
+//! its tools come from the cache, and its code is loaded from the cache at its first call (or
+//! at [`LoadedComponent::prepare`]). That is what makes a start with many large components
+//! take milliseconds, and what lets a run that offers a few tools compile only theirs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
+use tokio::sync::OnceCell;
 use wasmtime::component::{Component, types::ComponentItem};
 
-use crate::bindings::{TOOLS_INTERFACE, ToolboxPre};
-use crate::cache::{self, CompileEvent, CompileSource};
-use crate::call;
+use crate::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
+use crate::cache::{self, CompileEvent, CompileSource, ContentKey, Described};
 use crate::sandbox::{Grants, Limits, Sandbox, StoreState};
+use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{self, ToolSpec};
-use crate::{LoadError, Runtime};
+use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput, call};
 
 /// What to load, and under which grants and limits it runs.
 #[derive(Debug, Clone)]
@@ -25,10 +31,16 @@ pub struct ComponentConfig {
     pub grants: Grants,
     /// The limits of every call.
     pub limits: Limits,
+    /// Which of its tools are offered, and under which names.
+    pub options: SourceOptions,
+    /// Whether a failure to load it fails the whole load (the default), or only leaves it out
+    /// with a warning.
+    pub required: bool,
 }
 
 impl ComponentConfig {
-    /// A component at `path` with nothing granted and the default limits.
+    /// A component at `path` with nothing granted, the default limits, every tool offered
+    /// under its own name, and required.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
         let name = path
@@ -40,24 +52,25 @@ impl ComponentConfig {
             path,
             grants: Grants::default(),
             limits: Limits::default(),
+            options: SourceOptions::default(),
+            required: true,
         }
     }
 }
 
-/// Told when a component has to be compiled (it is not in the cache) and when that is over,
-/// so a command-line front end can show progress: compiling a 15 MB component takes seconds.
-pub type CompileObserver = Arc<dyn Fn(CompileEvent<'_>) + Send + Sync>;
-
 /// A loaded tool component, ready to be called.
 pub struct LoadedComponent {
-    pub(crate) config: ComponentConfig,
-    pub(crate) pre: ToolboxPre<StoreState>,
-    pub(crate) sandbox: Sandbox,
-    pub(crate) tools: Vec<(ToolSpec, Arc<jsonschema::Validator>)>,
+    config: ComponentConfig,
+    origin: Origin,
+    runtime: Runtime,
+    sandbox: Sandbox,
+    tools: Vec<ToolSpec>,
     imports: Vec<String>,
-    size: u64,
+    key: ContentKey,
     source: CompileSource,
     load_time: Duration,
+    /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
+    code: OnceCell<ToolboxPre<StoreState>>,
 }
 
 impl std::fmt::Debug for LoadedComponent {
@@ -65,123 +78,85 @@ impl std::fmt::Debug for LoadedComponent {
         f.debug_struct("LoadedComponent")
             .field("name", &self.config.name)
             .field("path", &self.config.path)
-            .field(
-                "tools",
-                &self.tools.iter().map(|(s, _)| &s.name).collect::<Vec<_>>(),
-            )
+            .field("tools", &self.tools.iter().map(|s| &s.name).collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
 
 impl LoadedComponent {
     /// Loads the component `config` names.
-    pub async fn load(
-        runtime: &Runtime,
-        config: ComponentConfig,
-        on_compile: Option<CompileObserver>,
-    ) -> Result<Self, LoadError> {
+    pub async fn load(runtime: &Runtime, config: ComponentConfig) -> Result<Self, LoadError> {
         let started = Instant::now();
+        let sandbox = Sandbox::new(&config.name, &config.grants, config.limits)?;
         let path = config.path.clone();
-        let bytes = tokio::fs::read(&path)
+        let (key, bytes) = {
+            let runtime = runtime.clone();
+            let file = path.clone();
+            blocking(move || match runtime.cache() {
+                Some(cache) => cache.key_of(&file),
+                None => std::fs::read(&file).map(|bytes| (cache::content_key(&bytes), Some(bytes))),
+            })
             .await
             .map_err(|source| LoadError::Read {
                 path: path.clone(),
                 source,
-            })?;
-        check_header(&path, &bytes)?;
-        let size = bytes.len() as u64;
-        let sandbox = Sandbox::new(&config.name, &config.grants, config.limits)?;
-
-        let (component, source) = {
-            let runtime = runtime.clone();
-            let task_path = path.clone();
-            tokio::task::spawn_blocking(move || {
-                let path = task_path;
-                let notify = |event: CompileEvent<'_>| {
-                    if let Some(observer) = &on_compile {
-                        observer(event);
-                    }
-                };
-                match runtime.cache() {
-                    Some(cache) => cache.load_or_compile(runtime.engine(), &path, &bytes, &notify),
-                    None => cache::compile(runtime.engine(), &path, &bytes, &notify)
-                        .map(|(component, took)| (component, CompileSource::Compiled { took })),
-                }
-            })
-            .await
-            .map_err(|e| LoadError::Compile {
-                path: path.clone(),
-                source: anyhow::anyhow!("the compile task failed: {e}"),
-            })?
-            .map_err(|source| LoadError::Compile {
-                path: path.clone(),
-                source,
             })?
         };
-
-        let imports = check_exports(runtime, &path, &component)?;
-        let pre =
-            runtime
-                .linker()
-                .instantiate_pre(&component)
-                .map_err(|e| LoadError::WrongWorld {
-                    path: path.clone(),
-                    problem: format!(
-                        "{e:#}; a tool component may import only WASI 0.2 interfaces and wasi:http"
-                    ),
-                })?;
-        let pre = ToolboxPre::new(pre).map_err(|e| LoadError::WrongWorld {
+        let origin = Origin::Component {
+            name: config.name.clone(),
             path: path.clone(),
-            problem: format!(
-                "its `{TOOLS_INTERFACE}` export does not match wit/tool.wit ({e:#}); rebuild it \
-                 against this version of the WIT"
-            ),
-        })?;
-
-        let describe_sandbox = Sandbox::empty(config.limits);
-        let specs = call::describe(runtime, &pre, &describe_sandbox)
-            .await
-            .map_err(|source| LoadError::Describe {
-                path: path.clone(),
-                source: Box::new(source),
-            })?;
-        if specs.is_empty() {
-            return Err(LoadError::WrongWorld {
-                path,
-                problem: "`describe` returned no tools".to_owned(),
-            });
-        }
-        let mut tools = Vec::with_capacity(specs.len());
-        for raw in specs {
-            let name = raw.name.clone();
-            let (spec, validator) = spec::check(raw).map_err(|problem| LoadError::InvalidSpec {
-                path: path.clone(),
-                tool: name.clone(),
-                problem,
-            })?;
-            if tools
-                .iter()
-                .any(|(t, _): &(ToolSpec, _)| t.name == spec.name)
-            {
-                return Err(LoadError::InvalidSpec {
-                    path: path.clone(),
-                    tool: name,
-                    problem: "is described twice".to_owned(),
-                });
+            sha256: key.sha256.clone(),
+        };
+        let cached = runtime.cache().and_then(|cache| cache.described(&key));
+        let (described, code, source) = match cached {
+            Some(described) => (described, OnceCell::new(), CompileSource::Cache),
+            None => {
+                let (pre, imports, source) = compile(runtime, &path, &key, bytes).await?;
+                let describe_sandbox = Sandbox::empty(config.limits);
+                let tools = call::describe(runtime, &pre, &describe_sandbox)
+                    .await
+                    .map_err(|source| LoadError::Describe {
+                        path: path.clone(),
+                        source: Box::new(source),
+                    })?;
+                let described = Described {
+                    tools: tools.iter().map(Into::into).collect(),
+                    imports,
+                };
+                if let Some(cache) = runtime.cache() {
+                    cache.store_described(&key, &described);
+                }
+                (described, OnceCell::new_with(Some(pre)), source)
             }
-            tools.push((spec, Arc::new(validator)));
-        }
-
+        };
+        let tools = check_tools(&path, &origin, described.tools)?;
         Ok(Self {
             config,
-            pre,
+            origin,
+            runtime: runtime.clone(),
             sandbox,
             tools,
-            imports,
-            size,
+            imports: described.imports,
+            key,
             source,
             load_time: started.elapsed(),
+            code,
         })
+    }
+
+    /// Loads the component's code now, if its tools came from the cache, so that its first
+    /// call does not wait for it.
+    pub async fn prepare(&self) -> Result<(), LoadError> {
+        self.code().await.map(|_| ())
+    }
+
+    async fn code(&self) -> Result<&ToolboxPre<StoreState>, LoadError> {
+        self.code
+            .get_or_try_init(|| async {
+                let (pre, _, _) = compile(&self.runtime, &self.config.path, &self.key, None).await?;
+                Ok(pre)
+            })
+            .await
     }
 
     /// The name given to the component.
@@ -194,6 +169,11 @@ impl LoadedComponent {
         &self.config.path
     }
 
+    /// The SHA-256 of the component file, hex.
+    pub fn sha256(&self) -> &str {
+        &self.key.sha256
+    }
+
     /// What the component's tools are granted.
     pub fn grants(&self) -> &Grants {
         &self.config.grants
@@ -204,9 +184,14 @@ impl LoadedComponent {
         &self.config.limits
     }
 
-    /// The tools it offers.
+    /// How it was configured.
+    pub fn config(&self) -> &ComponentConfig {
+        &self.config
+    }
+
+    /// The tools it offers, under its own names.
     pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.tools.iter().map(|(spec, _)| spec)
+        self.tools.iter()
     }
 
     /// The interfaces it imports (WASI and wasi:http ones), by full name.
@@ -216,35 +201,148 @@ impl LoadedComponent {
 
     /// The size of the component file in bytes.
     pub fn size(&self) -> u64 {
-        self.size
+        self.key.size
     }
 
-    /// Whether it came from the compile cache or was compiled.
+    /// Whether its tools came from the compile cache or it was compiled.
     pub fn compile_source(&self) -> CompileSource {
         self.source
     }
 
-    /// How long loading took, from reading the file to having its tools.
+    /// How long loading took.
     pub fn load_time(&self) -> Duration {
         self.load_time
     }
 }
 
-/// A readable error for files that are not components at all.
-fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
-    let problem = match bytes.get(..8) {
-        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => return Ok(()),
-        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => {
-            "it is a core WebAssembly module, not a component; build it for `wasm32-wasip2`, or \
-             wrap it with `wasm-tools component new` (and the WASI preview1 adapter)"
-        }
-        Some([0, b'a', b's', b'm', ..]) => "it is a WebAssembly binary of an unknown version",
-        _ => "it is not a WebAssembly file",
+impl ToolSource for LoadedComponent {
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.tools.clone()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a str,
+        context: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        Box::pin(async move {
+            let pre = self.code().await.map_err(|error| CallError::Instantiate {
+                tool: tool.to_owned(),
+                source: error.into(),
+            })?;
+            call::call_tool(&self.runtime, pre, &self.sandbox, tool, arguments, context).await
+        })
+    }
+
+    fn grants(&self) -> Option<&Grants> {
+        Some(&self.config.grants)
+    }
+}
+
+/// Runs blocking file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// Compiles the component (or loads it from the cache), checks its world and imports, and
+/// pre-instantiates it. Returns what it imports too.
+async fn compile(
+    runtime: &Runtime,
+    path: &Path,
+    key: &ContentKey,
+    bytes: Option<Vec<u8>>,
+) -> Result<(ToolboxPre<StoreState>, Vec<String>, CompileSource), LoadError> {
+    let file = path.to_owned();
+    let (component, source) = {
+        let runtime = runtime.clone();
+        let path = path.to_owned();
+        let key = key.clone();
+        tokio::task::spawn_blocking(move || {
+            let observer = runtime.compile_observer();
+            let notify = |event: CompileEvent<'_>| {
+                if let Some(observer) = &observer {
+                    observer(event);
+                }
+            };
+            match runtime.cache() {
+                Some(cache) => cache.load_or_compile(runtime.engine(), &path, &key, bytes, &notify),
+                None => {
+                    let bytes = match bytes {
+                        Some(bytes) => bytes,
+                        None => std::fs::read(&path).map_err(|source| LoadError::Read {
+                            path: path.clone(),
+                            source,
+                        })?,
+                    };
+                    cache::compile(runtime.engine(), &path, &bytes, &notify)
+                        .map(|(component, took)| (component, CompileSource::Compiled { took }))
+                }
+            }
+        })
+        .await
+        .map_err(|e| LoadError::Compile {
+            path: file.clone(),
+            source: anyhow::anyhow!("the compile task failed: {e}"),
+        })??
     };
-    Err(LoadError::NotAComponent {
+    let imports = check_exports(runtime, path, &component)?;
+    let pre = runtime
+        .linker()
+        .instantiate_pre(&component)
+        .map_err(|e| LoadError::WrongWorld {
+            path: path.to_owned(),
+            problem: format!(
+                "{e:#}; a tool component may import only WASI 0.2 interfaces and wasi:http"
+            ),
+        })?;
+    let pre = ToolboxPre::new(pre).map_err(|e| LoadError::WrongWorld {
         path: path.to_owned(),
-        problem: problem.to_owned(),
-    })
+        problem: format!(
+            "its `{TOOLS_INTERFACE}` export does not match wit/tool.wit ({e:#}); rebuild it \
+             against this version of the WIT"
+        ),
+    })?;
+    Ok((pre, imports, source))
+}
+
+/// Checks the specs `describe` returned, in order.
+fn check_tools(
+    path: &Path,
+    origin: &Origin,
+    specs: Vec<cache::WitSpec>,
+) -> Result<Vec<ToolSpec>, LoadError> {
+    let invalid = |tool: String, problem: String| LoadError::InvalidSpec {
+        origin: origin.to_string(),
+        tool,
+        problem,
+    };
+    if specs.is_empty() {
+        return Err(LoadError::WrongWorld {
+            path: path.to_owned(),
+            problem: "`describe` returned no tools".to_owned(),
+        });
+    }
+    let mut tools: Vec<ToolSpec> = Vec::with_capacity(specs.len());
+    for stored in specs {
+        let raw = wit::ToolSpec::try_from(stored)
+            .map_err(|problem| invalid(String::new(), format!("(cached): {problem}")))?;
+        let name = raw.name.clone();
+        let spec = spec::check(raw).map_err(|problem| invalid(name.clone(), problem))?;
+        if tools.iter().any(|t| t.name == spec.name) {
+            return Err(invalid(name, "is described twice".to_owned()));
+        }
+        tools.push(spec);
+    }
+    Ok(tools)
 }
 
 /// Checks that the component exports the tools interface, and returns what it imports.

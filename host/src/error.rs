@@ -1,7 +1,15 @@
 //! The errors a caller of the library can match on.
+//!
+//! A [`CallError`] speaks to two audiences. Its `Display` text is for the operator: it names
+//! the grant or setting to change, with the tool's stderr when it crashed.
+//! [`CallError::model_message`] is what the model is told: short, with no grant syntax, no host
+//! paths and at most a bounded excerpt of the tool's stderr.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 /// Why a component (or a manifest's set of components) could not be loaded.
 ///
@@ -38,6 +46,16 @@ pub enum LoadError {
         source: anyhow::Error,
     },
 
+    /// The compile cache cannot be trusted: compiled code is native code, so it is loaded only
+    /// from a directory and files that this user owns and nobody else can write.
+    #[error("refusing to load compiled code from {}: {problem}", path.display())]
+    UnsafeCache {
+        /// The directory or file.
+        path: PathBuf,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
+
     /// The component does not target the `toolhost:tool/toolbox` world.
     #[error("{} does not target the toolhost:tool world: {problem}", path.display())]
     WrongWorld {
@@ -57,30 +75,40 @@ pub enum LoadError {
         source: Box<CallError>,
     },
 
-    /// A tool's spec, as returned by `describe`, is not usable.
-    #[error("{}: tool `{tool}` {problem}", path.display())]
+    /// A tool's spec is not usable.
+    #[error("{origin}: tool `{tool}` {problem}")]
     InvalidSpec {
-        /// The component file.
-        path: PathBuf,
-        /// The tool's name as the component gave it.
+        /// Where the tool comes from (a component file, a server).
+        origin: String,
+        /// The tool's name as its source gave it.
         tool: String,
         /// What is wrong with it.
         problem: String,
     },
 
-    /// Two components offer a tool with the same name.
+    /// Two sources offer a tool with the same name.
     #[error(
-        "tool `{tool}` is offered by both {} and {}; a model can only call one of them, so load just one",
-        first.display(),
-        second.display()
+        "tool `{tool}` is offered by both {first} and {second}; a model can only call one of \
+         them: load just one, or give one of them a `prefix`"
     )]
     DuplicateTool {
         /// The tool name.
         tool: String,
-        /// The component loaded first.
-        first: PathBuf,
-        /// The component that offers it again.
-        second: PathBuf,
+        /// The source loaded first.
+        first: String,
+        /// The source that offers it again.
+        second: String,
+    },
+
+    /// A source's `tools` list names a tool it does not offer.
+    #[error("{origin} has no tool `{tool}` (named in its `tools` list); it offers: {}", offered.join(", "))]
+    NoSuchTool {
+        /// The source.
+        origin: String,
+        /// The name that was listed.
+        tool: String,
+        /// What it does offer.
+        offered: Vec<String>,
     },
 
     /// A grant cannot be applied (a granted directory does not exist, ...).
@@ -91,10 +119,20 @@ pub enum LoadError {
         /// What is wrong and how to fix it.
         problem: String,
     },
+
+    /// A tool source other than a component could not be started or listed.
+    #[error("{origin} could not be loaded")]
+    Source {
+        /// The source.
+        origin: String,
+        /// Why.
+        #[source]
+        source: anyhow::Error,
+    },
 }
 
 /// Which limit a call ran into when it took too long.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TimeLimit {
     /// The tool computed for longer than its CPU time budget.
@@ -103,14 +141,86 @@ pub enum TimeLimit {
     WallClock,
 }
 
+impl TimeLimit {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::CpuTime => "CPU time",
+            Self::WallClock => "wall-clock",
+        }
+    }
+
+    /// The setting that holds this limit.
+    fn setting(self) -> &'static str {
+        match self {
+            Self::CpuTime => "cpu_time",
+            Self::WallClock => "timeout",
+        }
+    }
+}
+
+/// The kind of a [`CallError`], for callers that branch on it and for JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No loaded tool has that name.
+    UnknownTool,
+    /// The arguments do not fit the tool's schema, or the tool rejected them.
+    InvalidArguments,
+    /// The tool ran and reported a failure.
+    ToolFailed,
+    /// The tool used something it was not granted.
+    CapabilityDenied,
+    /// The call ran out of CPU or wall-clock time.
+    Timeout,
+    /// The tool used more memory than allowed.
+    MemoryLimit,
+    /// The result was larger than allowed.
+    ResultTooLarge,
+    /// The tool crashed.
+    Trap,
+    /// The tool could not be started.
+    Instantiate,
+    /// The call was cancelled before it finished.
+    Cancelled,
+    /// The source of the tool (an MCP server, say) failed or is unreachable.
+    Unavailable,
+}
+
+impl ErrorKind {
+    /// The kind's stable name: `unknown_tool`, `invalid_arguments`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::ToolFailed => "tool_failed",
+            Self::CapabilityDenied => "capability_denied",
+            Self::Timeout => "timeout",
+            Self::MemoryLimit => "memory_limit",
+            Self::ResultTooLarge => "result_too_large",
+            Self::Trap => "trap",
+            Self::Instantiate => "instantiate",
+            Self::Cancelled => "cancelled",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a tool call did not return a result.
 ///
 /// The host keeps running after every one of these: each call has its own instance, and a
-/// failed instance is thrown away.
+/// failed instance is thrown away. `Display` is the operator's text;
+/// [`model_message`](Self::model_message) is the model's.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
-    /// No loaded component offers a tool by that name.
+    /// No loaded tool has that name.
     #[error("there is no tool `{name}`; the available tools are: {}", available.join(", "))]
     UnknownTool {
         /// The name that was asked for.
@@ -149,10 +259,13 @@ pub enum CallError {
     },
 
     /// The call ran out of time.
-    #[error("`{tool}` ran out of time: its {} limit is {}", match kind {
-        TimeLimit::CpuTime => "CPU time",
-        TimeLimit::WallClock => "wall-clock",
-    }, humantime::format_duration(*limit))]
+    #[error(
+        "`{tool}` ran out of time: its {} limit is {}; raise `{}` in the manifest's limits if it \
+         needs more",
+        kind.describe(),
+        humantime::format_duration(*limit),
+        kind.setting()
+    )]
     Timeout {
         /// The tool.
         tool: String,
@@ -163,7 +276,11 @@ pub enum CallError {
     },
 
     /// The tool tried to use more memory than its limit.
-    #[error("`{tool}` exceeded its memory limit of {}", crate::sandbox::format_bytes(*limit))]
+    #[error(
+        "`{tool}` exceeded its memory limit of {}; raise `memory` in the manifest's limits if it \
+         needs more",
+        crate::sandbox::format_bytes(*limit)
+    )]
     MemoryLimit {
         /// The tool.
         tool: String,
@@ -173,26 +290,30 @@ pub enum CallError {
 
     /// The tool's result is larger than allowed.
     #[error(
-        "`{tool}` returned {} of result, over its limit of {}",
+        "`{tool}` returned {} of result, over its limit of {}; raise `max_result` in the \
+         manifest's limits if that is expected",
         crate::sandbox::format_bytes(*size as u64),
         crate::sandbox::format_bytes(*limit as u64)
     )]
     ResultTooLarge {
         /// The tool.
         tool: String,
-        /// The size of the result in bytes.
+        /// The size of the result in bytes (at least this much, when the source stopped
+        /// reading).
         size: usize,
         /// The limit in bytes.
         limit: usize,
     },
 
     /// The tool crashed (a WebAssembly trap: a panic, an out-of-bounds access, ...).
-    #[error("`{tool}` crashed: {message}")]
+    #[error("`{tool}` crashed: {trap}{}", stderr.as_deref().map(|s| format!("; its stderr ends: {s}")).unwrap_or_default())]
     Trap {
         /// The tool.
         tool: String,
-        /// The trap, and the last line the tool wrote to stderr when there is one.
-        message: String,
+        /// The trap, as wasmtime reports it.
+        trap: String,
+        /// The last lines the tool wrote to stderr (for a Rust panic, the panic message).
+        stderr: Option<String>,
     },
 
     /// The component could not be instantiated for the call.
@@ -204,24 +325,190 @@ pub enum CallError {
         #[source]
         source: anyhow::Error,
     },
+
+    /// The call was cancelled (the client went away, or the run was stopped).
+    #[error("the call of `{tool}` was cancelled")]
+    Cancelled {
+        /// The tool.
+        tool: String,
+    },
+
+    /// The tool's source (an MCP server, say) failed or could not be reached.
+    #[error("`{tool}` is unavailable: {message}")]
+    Unavailable {
+        /// The tool.
+        tool: String,
+        /// What happened to its source, for the operator.
+        message: String,
+        /// The cause, when there is one.
+        #[source]
+        source: Option<anyhow::Error>,
+    },
 }
 
+/// The most of a tool's stderr the model is shown.
+const MODEL_STDERR_CHARS: usize = 200;
+
 impl CallError {
-    /// A short, stable name for the kind of error, as used in JSON output and in the errors
-    /// sent to a model: `unknown_tool`, `invalid_arguments`, `tool_failed`,
-    /// `capability_denied`, `timeout`, `memory_limit`, `result_too_large`, `trap` or
-    /// `instantiate`.
-    pub fn kind(&self) -> &'static str {
+    /// The kind of error, to branch on.
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Self::UnknownTool { .. } => "unknown_tool",
-            Self::InvalidArguments { .. } => "invalid_arguments",
-            Self::ToolFailed { .. } => "tool_failed",
-            Self::CapabilityDenied { .. } => "capability_denied",
-            Self::Timeout { .. } => "timeout",
-            Self::MemoryLimit { .. } => "memory_limit",
-            Self::ResultTooLarge { .. } => "result_too_large",
-            Self::Trap { .. } => "trap",
-            Self::Instantiate { .. } => "instantiate",
+            Self::UnknownTool { .. } => ErrorKind::UnknownTool,
+            Self::InvalidArguments { .. } => ErrorKind::InvalidArguments,
+            Self::ToolFailed { .. } => ErrorKind::ToolFailed,
+            Self::CapabilityDenied { .. } => ErrorKind::CapabilityDenied,
+            Self::Timeout { .. } => ErrorKind::Timeout,
+            Self::MemoryLimit { .. } => ErrorKind::MemoryLimit,
+            Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
+            Self::Trap { .. } => ErrorKind::Trap,
+            Self::Instantiate { .. } => ErrorKind::Instantiate,
+            Self::Cancelled { .. } => ErrorKind::Cancelled,
+            Self::Unavailable { .. } => ErrorKind::Unavailable,
         }
+    }
+
+    /// The tool the call was for.
+    pub fn tool(&self) -> &str {
+        match self {
+            Self::UnknownTool { name: tool, .. }
+            | Self::InvalidArguments { tool, .. }
+            | Self::ToolFailed { tool, .. }
+            | Self::CapabilityDenied { tool, .. }
+            | Self::Timeout { tool, .. }
+            | Self::MemoryLimit { tool, .. }
+            | Self::ResultTooLarge { tool, .. }
+            | Self::Trap { tool, .. }
+            | Self::Instantiate { tool, .. }
+            | Self::Cancelled { tool }
+            | Self::Unavailable { tool, .. } => tool,
+        }
+    }
+
+    /// Renames the tool the error is about (a source knows its tools by their own names; the
+    /// model and the operator by the names the toolbox gave them).
+    pub(crate) fn with_tool(mut self, name: &str) -> Self {
+        match &mut self {
+            Self::UnknownTool { name: tool, .. }
+            | Self::InvalidArguments { tool, .. }
+            | Self::ToolFailed { tool, .. }
+            | Self::CapabilityDenied { tool, .. }
+            | Self::Timeout { tool, .. }
+            | Self::MemoryLimit { tool, .. }
+            | Self::ResultTooLarge { tool, .. }
+            | Self::Trap { tool, .. }
+            | Self::Instantiate { tool, .. }
+            | Self::Cancelled { tool }
+            | Self::Unavailable { tool, .. } => name.clone_into(tool),
+        }
+        self
+    }
+
+    /// What the model is told: short, with no grant syntax and no host paths. It says what the
+    /// model can do about it where it can do something (fix the arguments, call another tool).
+    pub fn model_message(&self) -> String {
+        match self {
+            Self::UnknownTool { name, available } => format!(
+                "there is no tool `{name}`; call one of: {}",
+                available.join(", ")
+            ),
+            Self::InvalidArguments { message, .. } => {
+                format!("invalid arguments: {message}; call the tool again with fixed arguments")
+            }
+            Self::ToolFailed { message, .. } => format!("the tool failed: {message}"),
+            Self::CapabilityDenied { capability, .. } => format!(
+                "the tool is not allowed {capability}; do not retry, tell the user it is not \
+                 permitted"
+            ),
+            Self::Timeout { kind, limit, .. } => format!(
+                "the tool ran out of time ({} limit {})",
+                kind.describe(),
+                humantime::format_duration(*limit)
+            ),
+            Self::MemoryLimit { limit, .. } => format!(
+                "the tool ran out of memory (limit {})",
+                crate::sandbox::format_bytes(*limit)
+            ),
+            Self::ResultTooLarge { size, limit, .. } => format!(
+                "the tool's result was too large ({}, limit {}); ask for less",
+                crate::sandbox::format_bytes(*size as u64),
+                crate::sandbox::format_bytes(*limit as u64)
+            ),
+            Self::Trap { stderr, .. } => match stderr {
+                Some(stderr) => format!("the tool crashed: {}", excerpt(stderr)),
+                None => "the tool crashed".to_owned(),
+            },
+            Self::Instantiate { .. } => "the tool could not be started".to_owned(),
+            Self::Cancelled { .. } => "the call was cancelled".to_owned(),
+            Self::Unavailable { .. } => "the tool is unavailable right now".to_owned(),
+        }
+    }
+}
+
+/// The end of `text`, at most [`MODEL_STDERR_CHARS`] characters, starting at a word.
+fn excerpt(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= MODEL_STDERR_CHARS {
+        return text.to_owned();
+    }
+    let tail: String = text.chars().skip(count - MODEL_STDERR_CHARS).collect();
+    match tail.split_once(' ') {
+        Some((_, rest)) if !rest.is_empty() => format!("...{rest}"),
+        _ => format!("...{tail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_never_sees_grant_syntax() {
+        let error = CallError::CapabilityDenied {
+            tool: "fetch".into(),
+            capability: "HTTP access to 127.0.0.1:9".into(),
+            grant: "grants.http = [\"127.0.0.1:9\"] in the manifest, or --http 127.0.0.1:9".into(),
+        };
+        assert!(error.to_string().contains("grants.http"), "{error}");
+        let model = error.model_message();
+        assert!(model.contains("HTTP access to 127.0.0.1:9"), "{model}");
+        assert!(
+            !model.contains("grants") && !model.contains("--http"),
+            "{model}"
+        );
+    }
+
+    #[test]
+    fn the_model_sees_a_bounded_excerpt_of_a_crash() {
+        let stderr = format!("{} panicked: the end", "word ".repeat(200));
+        let error = CallError::Trap {
+            tool: "crash".into(),
+            trap: "wasm trap: unreachable".into(),
+            stderr: Some(stderr.clone()),
+        };
+        assert!(error.to_string().contains(&stderr));
+        let model = error.model_message();
+        assert!(model.ends_with("panicked: the end"), "{model}");
+        assert!(model.len() < MODEL_STDERR_CHARS + 40, "{model}");
+        assert!(!model.contains("wasm trap"), "{model}");
+    }
+
+    #[test]
+    fn kinds_serialize_in_snake_case() {
+        assert_eq!(
+            serde_json::to_value(ErrorKind::CapabilityDenied).unwrap_or_default(),
+            "capability_denied"
+        );
+        assert_eq!(ErrorKind::ResultTooLarge.to_string(), "result_too_large");
+    }
+
+    #[test]
+    fn a_timeout_names_the_setting_to_raise() {
+        let error = CallError::Timeout {
+            tool: "spin".into(),
+            kind: TimeLimit::CpuTime,
+            limit: Duration::from_millis(300),
+        };
+        assert!(error.to_string().contains("`cpu_time`"), "{error}");
+        assert!(!error.model_message().contains("cpu_time"));
     }
 }

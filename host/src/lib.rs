@@ -5,29 +5,30 @@
 //! such components (compiling each once, into an on-disk cache), and calls their tools, each
 //! call in a fresh instance that sees only what the component was granted (directories,
 //! environment variables, HTTP hosts, sockets: nothing by default), under limits on memory,
-//! CPU time, wall-clock time and result size.
+//! CPU time, wall-clock time and result size. It also runs the tool-calling loop against a
+//! model (OpenAI or Anthropic wire format, or a local model it starts itself).
+//!
+//! [`Host`] is the entry point: a manifest in, tools, a model and a loop out.
 //!
 //! ```no_run
-//! use toolhost::{CallContext, Manifest, Runtime, RuntimeConfig, Toolbox};
-//!
 //! # async fn example() -> anyhow::Result<()> {
-//! let runtime = Runtime::new(RuntimeConfig::default())?;
-//! let manifest = Manifest::load("example-tools/toolhost.toml".as_ref())?;
-//! let toolbox = Toolbox::load(&runtime, manifest.component_configs(), None).await?;
-//! for spec in toolbox.specs() {
+//! let host = toolhost::Host::load("example-tools/toolhost.toml").await?;
+//! for spec in host.specs() {
 //!     println!("{}: {}", spec.name, spec.description);
 //! }
-//! let output = toolbox
-//!     .call("square_root", r#"{"x": 475695037565}"#, &CallContext::default())
+//! let output = host
+//!     .call("square_root", r#"{"x": 475695037565}"#, &toolhost::CallContext::default())
 //!     .await?;
 //! println!("{}", output.text); // 689706.4865324959
+//! let answer = host.run("What is the square root of 475695037565?").await?;
+//! println!("{}", answer.text);
 //! # Ok(()) }
 //! ```
 //!
-//! Errors are typed: [`LoadError`] when a component cannot be loaded, [`CallError`] when a
-//! call does not produce a result (unknown tool, invalid arguments, tool failure, denied
-//! capability, timeout, memory limit, oversized result, crash). None of them takes the host
-//! down.
+//! Errors are typed: [`HostError`] when a host cannot be set up, [`LoadError`] when a component
+//! cannot be loaded, [`CallError`] when a call does not produce a result (unknown tool,
+//! invalid arguments, tool failure, denied capability, timeout, memory limit, oversized
+//! result, crash). None of them takes the host down.
 
 pub mod agent;
 mod bindings;
@@ -35,19 +36,24 @@ mod cache;
 mod call;
 mod component;
 mod error;
+mod host;
 pub mod llm;
 mod manifest;
+mod report;
 mod runtime;
 pub mod sandbox;
+pub mod source;
 mod spec;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use call::{CallContext, ToolOutput};
-pub use component::{CompileObserver, ComponentConfig, LoadedComponent};
-pub use error::{CallError, LoadError, TimeLimit};
+pub use component::{ComponentConfig, LoadedComponent};
+pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
+pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{ComponentEntry, Manifest, ManifestError, ToolOptions};
-pub use runtime::{Runtime, RuntimeConfig};
+pub use runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use sandbox::{Grants, Limits};
+pub use source::{Origin, SourceOptions, ToolSource};
 pub use spec::{Capability, CapabilityRequest, ToolSpec, is_valid_tool_name};
-pub use toolbox::Toolbox;
+pub use toolbox::{Catalog, SkippedSource, Toolbox, ToolboxBuilder};

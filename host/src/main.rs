@@ -1,10 +1,13 @@
-//! The `host` command: parses arguments, runs the command, prints the error chain once.
+//! The `host` command: parses arguments, runs the command, prints the error chain once, and
+//! maps the outcome to an exit status.
 
 mod cli;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+
+use cli::ExitStatus;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
@@ -16,17 +19,22 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
-            return ExitCode::from(2);
+            return ExitStatus::Error.into();
         }
     };
-    match runtime.block_on(cli::run(args)) {
-        Ok(code) => code,
+    let status = match runtime.block_on(cli::run(args)) {
+        Ok(status) => status,
+        // A reader that went away (`host tools | head -1`) is a normal end.
+        Err(error) if cli::is_broken_pipe(&error) => ExitStatus::Success,
         Err(error) => {
             eprintln!("error: {error}");
             for cause in error.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
             }
-            ExitCode::from(2)
+            ExitStatus::Error
         }
-    }
+    };
+    // Do not wait for blocking tasks (a compile in progress) at exit.
+    runtime.shutdown_background();
+    status.into()
 }

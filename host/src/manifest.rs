@@ -1,4 +1,5 @@
-//! The manifest: which tool components to load, what each is granted, and its limits.
+//! The manifest: which tool components to load, what each is granted, its limits, the model
+//! and how the loop runs.
 //!
 //! ```toml
 //! # Limits for every component, over the built-in defaults.
@@ -12,7 +13,7 @@
 //! [components.weather]
 //! path = "dist/weather.wasm"
 //! grants.http = ["wttr.in"]
-//! grants.env = ["WEATHER_BASE_URL=https://wttr.in"]
+//! required = false            # if it fails to load, the others still do (with a warning)
 //!
 //! [components.files]
 //! path = "dist/files.wasm"
@@ -21,34 +22,49 @@
 //!   { host = "notes", guest = "/notes", write = true },
 //! ]
 //! limits = { memory = "32MiB" }
+//! tools = ["list_files", "read_file"]   # offer only these (`exclude` leaves some out)
+//! prefix = "fs_"                         # offered as fs_list_files, fs_read_file
+//!
+//! [model]                     # the model, and how the loop runs
+//! provider = "openai"
+//! name = "gpt-4o-mini"
+//! temperature = 0
+//! max_rounds = 10
+//!
+//! [tools.fs_read_file]        # options of one tool, by the name the model sees
+//! return_direct = true
 //! ```
 //!
 //! Relative paths (components, granted directories) are relative to the manifest's directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::agent::AgentConfig;
 use crate::component::ComponentConfig;
 use crate::llm::ModelConfig;
 use crate::sandbox::{Grants, Limits, LimitsConfig};
+use crate::source::SourceOptions;
 
 /// A parsed manifest.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RawManifest")]
 pub struct Manifest {
     /// Limits for every component, over [`Limits::default`].
-    #[serde(default)]
     pub limits: LimitsConfig,
     /// The components, by name.
-    #[serde(default)]
     pub components: BTreeMap<String, ComponentEntry>,
-    /// The model `host run` and `host chat` talk to; the local one when absent.
-    #[serde(default)]
+    /// The model `host run` and `host chat` talk to (the `[model]` section); the local one
+    /// when absent.
     pub model: ModelConfig,
+    /// How the loop runs (also written in the `[model]` section: temperature, max_tokens,
+    /// max_rounds, system, stream).
+    pub agent: AgentConfig,
+    /// Options of single tools, by the name the model sees.
+    pub tools: BTreeMap<String, ToolOptions>,
     /// The file it was read from, when it was read from one.
-    #[serde(skip)]
     pub path: Option<PathBuf>,
 }
 
@@ -64,9 +80,22 @@ pub struct ComponentEntry {
     /// Its limits, over the manifest's.
     #[serde(default)]
     pub limits: LimitsConfig,
-    /// Options of its tools, by tool name.
+    /// Put ahead of each of its tools' names.
     #[serde(default)]
-    pub tools: BTreeMap<String, ToolOptions>,
+    pub prefix: String,
+    /// Offer only these of its tools (by their own names); all when absent.
+    #[serde(default)]
+    pub tools: Option<BTreeSet<String>>,
+    /// Never offer these of its tools.
+    #[serde(default)]
+    pub exclude: BTreeSet<String>,
+    /// Whether a failure to load it fails the whole manifest (default true).
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How the tool-calling loop treats one tool.
@@ -80,7 +109,18 @@ pub struct ToolOptions {
 
 /// Why a manifest could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
+    /// There is no file at the path.
+    #[error(
+        "there is no manifest at {}; give the path of one (for the example tools: \
+         example-tools/toolhost.toml), or write one (see the README's \"Grants\")",
+        path.display()
+    )]
+    NotFound {
+        /// The path that was tried.
+        path: PathBuf,
+    },
     /// The file could not be read.
     #[error("cannot read manifest {}", path.display())]
     Read {
@@ -101,23 +141,94 @@ pub enum ManifestError {
     },
 }
 
+/// The manifest as written: `[model]` holds both the model and the loop's settings.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    #[serde(default)]
+    limits: LimitsConfig,
+    #[serde(default)]
+    components: BTreeMap<String, ComponentEntry>,
+    #[serde(default)]
+    model: ModelSection,
+    #[serde(default)]
+    tools: BTreeMap<String, ToolOptions>,
+}
+
+#[derive(Default, Deserialize)]
+struct ModelSection {
+    #[serde(flatten)]
+    model: ModelConfig,
+    #[serde(flatten)]
+    agent: AgentConfig,
+}
+
+impl From<RawManifest> for Manifest {
+    fn from(raw: RawManifest) -> Self {
+        Self {
+            limits: raw.limits,
+            components: raw.components,
+            model: raw.model.model,
+            agent: raw.model.agent,
+            tools: raw.tools,
+            path: None,
+        }
+    }
+}
+
+/// The keys of the `[model]` section.
+const MODEL_KEYS: &[&str] = &[
+    "provider",
+    "name",
+    "base_url",
+    "api_key_env",
+    "api_key",
+    "timeout",
+    "max_retries",
+    "format",
+    "temperature",
+    "max_tokens",
+    "max_rounds",
+    "system",
+    "stream",
+];
+
 impl Manifest {
     /// Reads and parses the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
-            path: path.to_owned(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ManifestError::NotFound {
+                path: path.to_owned(),
+            },
+            _ => ManifestError::Read {
+                path: path.to_owned(),
+                source,
+            },
         })?;
         Self::parse(&text, path)
     }
 
     /// Parses `text` as the manifest at `path` (used to resolve relative paths).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ManifestError> {
-        let mut manifest: Manifest =
-            toml::from_str(text).map_err(|source| ManifestError::Parse {
-                path: path.to_owned(),
-                source,
-            })?;
+        let parse_error = |source| ManifestError::Parse {
+            path: path.to_owned(),
+            source,
+        };
+        // `[model]` is read as two flattened parts, which cannot refuse unknown keys
+        // themselves: check them first, so a typo is an error that names it.
+        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        if let Some(toml::Value::Table(model)) = table.get("model")
+            && let Some(key) = model.keys().find(|key| !MODEL_KEYS.contains(&key.as_str()))
+        {
+            let message = format!(
+                "unknown field `{key}` in [model], expected one of {}",
+                MODEL_KEYS.join(", ")
+            );
+            return Err(parse_error(<toml::de::Error as serde::de::Error>::custom(
+                message,
+            )));
+        }
+        let mut manifest: Manifest = toml::from_str(text).map_err(parse_error)?;
         manifest.path = Some(path.to_owned());
         Ok(manifest)
     }
@@ -131,10 +242,9 @@ impl Manifest {
     }
 
     /// The tools marked `return_direct`.
-    pub fn return_direct_tools(&self) -> std::collections::BTreeSet<String> {
-        self.components
-            .values()
-            .flat_map(|entry| &entry.tools)
+    pub fn return_direct_tools(&self) -> BTreeSet<String> {
+        self.tools
+            .iter()
             .filter(|(_, options)| options.return_direct)
             .map(|(name, _)| name.clone())
             .collect()
@@ -154,6 +264,12 @@ impl Manifest {
                     path: base.join(&entry.path),
                     grants,
                     limits: entry.limits.apply(defaults),
+                    options: SourceOptions {
+                        prefix: entry.prefix.clone(),
+                        include: entry.tools.clone(),
+                        exclude: entry.exclude.clone(),
+                    },
+                    required: entry.required,
                 }
             })
             .collect()
@@ -173,11 +289,24 @@ mod tests {
         path = "dist/weather.wasm"
         grants.http = ["wttr.in", "*.example.com"]
         grants.env = ["WEATHER_BASE_URL=http://127.0.0.1:8080", "HOME"]
+        required = false
 
         [components.files]
         path = "/abs/files.wasm"
         grants.dirs = [{ host = "data", guest = "/data" }, { host = "/n", guest = "/notes", write = true }]
         limits = { memory = "32MiB", timeout = "2s" }
+        tools = ["read_file"]
+        prefix = "fs_"
+
+        [model]
+        provider = "openai"
+        base_url = "http://127.0.0.1:1234/v1"
+        temperature = 0
+        max_rounds = 4
+        system = "Be brief."
+
+        [tools.fs_read_file]
+        return_direct = true
     "#;
 
     fn parse(text: &str) -> Result<Manifest, ManifestError> {
@@ -186,7 +315,7 @@ mod tests {
 
     #[test]
     fn paths_resolve_against_the_manifest_and_limits_combine() {
-        let manifest = parse(EXAMPLE).unwrap_or_else(|e| panic!("{e}"));
+        let manifest = parse(EXAMPLE).unwrap_or_else(|e| panic!("{e:?}"));
         let configs = manifest.component_configs();
         let files = &configs[0];
         assert_eq!(files.name, "files");
@@ -195,6 +324,8 @@ mod tests {
         assert!(files.grants.dirs[1].write);
         assert_eq!(files.limits.memory, 32 << 20);
         assert_eq!(files.limits.timeout, std::time::Duration::from_secs(2));
+        assert_eq!(files.options.prefix, "fs_");
+        assert!(files.required);
 
         let weather = &configs[1];
         assert_eq!(weather.path, PathBuf::from("/etc/tools/dist/weather.wasm"));
@@ -205,21 +336,84 @@ mod tests {
             "*.example.com".parse::<HostPattern>().unwrap()
         );
         assert_eq!(weather.grants.env[1], EnvGrant::Inherit("HOME".into()));
+        assert!(!weather.required);
+    }
+
+    #[test]
+    fn the_model_section_holds_the_model_and_the_loop() {
+        let manifest = parse(EXAMPLE).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            manifest.model.base_url.as_deref(),
+            Some("http://127.0.0.1:1234/v1")
+        );
+        assert_eq!(manifest.agent.temperature, Some(0.0));
+        assert_eq!(manifest.agent.max_rounds, Some(4));
+        assert_eq!(manifest.agent.system.as_deref(), Some("Be brief."));
+        assert_eq!(
+            manifest.return_direct_tools(),
+            BTreeSet::from(["fs_read_file".to_owned()])
+        );
+    }
+
+    #[test]
+    fn every_model_key_is_read() {
+        let text = r#"
+            [model]
+            provider = "anthropic"
+            name = "m"
+            base_url = "http://127.0.0.1:1"
+            api_key_env = "K"
+            api_key = "k"
+            timeout = "5s"
+            max_retries = 1
+            format = "anthropic"
+            temperature = 0.5
+            max_tokens = 100
+            max_rounds = 3
+            system = "s"
+            stream = false
+        "#;
+        let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+        let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
+        assert_eq!(keys_in_text, MODEL_KEYS.len(), "the test sets every key");
+        let model = &manifest.model;
+        assert!(model.provider.is_some() && model.name.is_some() && model.base_url.is_some());
+        assert!(model.api_key_env.is_some() && model.api_key.is_some() && model.timeout.is_some());
+        assert!(model.max_retries.is_some() && model.format.is_some());
+        let agent = &manifest.agent;
+        assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
+        assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
     }
 
     #[test]
     fn unknown_keys_are_errors_that_name_the_key() {
-        let error = parse("[components.a]\npath = \"a.wasm\"\ngrants.htp = [\"x\"]\n").unwrap_err();
-        let text = format!("{:#}", anyhow::Error::from(error));
-        assert!(text.contains("unknown field `htp`"), "{text}");
-        assert!(text.contains("toolhost.toml"), "{text}");
+        for (text, key) in [
+            ("[components.a]\npath = \"a.wasm\"\ngrants.htp = [\"x\"]\n", "htp"),
+            ("[model]\ntemprature = 0\n", "temprature"),
+            ("[tools.add]\nreturn_directly = true\n", "return_directly"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let text = format!("{:#}", anyhow::Error::from(error));
+            assert!(text.contains(&format!("unknown field `{key}`")), "{text}");
+            assert!(text.contains("toolhost.toml"), "{text}");
+        }
     }
 
     #[test]
-    fn bad_grants_say_how_to_write_them() {
+    fn bad_values_say_how_to_write_them() {
         let error = parse("[components.a]\npath = \"a.wasm\"\ngrants.http = [\"https://x.com\"]\n")
             .unwrap_err();
         let text = format!("{:#}", anyhow::Error::from(error));
         assert!(text.contains("without scheme"), "{text}");
+        let error = parse("[model]\nmax_rounds = \"ten\"\n").unwrap_err();
+        let text = format!("{:#}", anyhow::Error::from(error));
+        assert!(text.contains("max_rounds") || text.contains("invalid type"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_manifest_says_where_to_find_one() {
+        let error = Manifest::load(Path::new("/surely/not/here.toml")).unwrap_err();
+        assert!(matches!(error, ManifestError::NotFound { .. }));
+        assert!(error.to_string().contains("example-tools/toolhost.toml"));
     }
 }

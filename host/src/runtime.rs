@@ -9,11 +9,15 @@ use anyhow::Context as _;
 use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use crate::cache::{CompileCache, default_cache_dir};
+use crate::cache::{CompileCache, CompileEvent, default_cache_dir};
 use crate::sandbox::StoreState;
 
+/// Told when a component has to be compiled (it is not in the cache) and when that is over,
+/// so a command-line front end can show progress: compiling a 15 MB component takes seconds.
+pub type CompileObserver = Arc<dyn Fn(CompileEvent<'_>) + Send + Sync>;
+
 /// How a [`Runtime`] is set up.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RuntimeConfig {
     /// Where compiled components are cached. `None` compiles every component at every load.
     /// Defaults to [`default_cache_dir`].
@@ -27,6 +31,20 @@ pub struct RuntimeConfig {
     /// How often running tools are checked against their CPU time budget, and made to yield
     /// to other tasks. Default 5 ms.
     pub epoch_tick: Duration,
+    /// Told when a component is compiled; none by default.
+    pub on_compile: Option<CompileObserver>,
+}
+
+impl std::fmt::Debug for RuntimeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeConfig")
+            .field("cache_dir", &self.cache_dir)
+            .field("pooling", &self.pooling)
+            .field("max_concurrent_calls", &self.max_concurrent_calls)
+            .field("epoch_tick", &self.epoch_tick)
+            .field("on_compile", &self.on_compile.as_ref().map(|_| ".."))
+            .finish()
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -36,6 +54,7 @@ impl Default for RuntimeConfig {
             pooling: true,
             max_concurrent_calls: 100,
             epoch_tick: Duration::from_millis(5),
+            on_compile: None,
         }
     }
 }
@@ -56,6 +75,7 @@ struct Inner {
     engine: Engine,
     linker: Linker<StoreState>,
     cache: Option<CompileCache>,
+    on_compile: Option<CompileObserver>,
     epoch_tick: Duration,
     ticker_stop: Arc<AtomicBool>,
 }
@@ -68,7 +88,8 @@ impl Drop for Inner {
 
 impl Runtime {
     /// Sets up the engine: the component model, async calls, epoch interruption, and the
-    /// pooling allocator unless turned off.
+    /// pooling allocator unless turned off. Creates the compile cache's directory (`0700`)
+    /// and fails when it cannot be trusted (another user owns it, or others can write it).
     pub fn new(config: RuntimeConfig) -> anyhow::Result<Self> {
         let mut wasm = Config::new();
         wasm.wasm_component_model(true);
@@ -88,6 +109,9 @@ impl Runtime {
             .map_err(|e| e.context("cannot add wasi:http to the linker"))?;
 
         let cache = config.cache_dir.map(|dir| CompileCache::new(dir, &engine));
+        if let Some(cache) = &cache {
+            cache.open()?;
+        }
         let ticker_stop = Arc::new(AtomicBool::new(false));
         start_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
 
@@ -96,6 +120,7 @@ impl Runtime {
                 engine,
                 linker,
                 cache,
+                on_compile: config.on_compile,
                 epoch_tick: config.epoch_tick,
                 ticker_stop,
             }),
@@ -113,6 +138,10 @@ impl Runtime {
 
     pub(crate) fn cache(&self) -> Option<&CompileCache> {
         self.inner.cache.as_ref()
+    }
+
+    pub(crate) fn compile_observer(&self) -> Option<CompileObserver> {
+        self.inner.on_compile.clone()
     }
 
     /// How many epoch ticks of computing `budget` allows (at least one).

@@ -1,26 +1,29 @@
-//! The set of loaded tools: look a tool up by name, check its arguments, call it.
+//! The tools of every source under one set of names: look a tool up, check its arguments
+//! against its schema, route the call to its source.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::call::{self, CallContext, ToolOutput};
-use crate::component::{CompileObserver, ComponentConfig, LoadedComponent};
-use crate::spec::ToolSpec;
-use crate::{CallError, LoadError, Runtime};
+use crate::component::{ComponentConfig, LoadedComponent};
+use crate::source::{Origin, SourceOptions, ToolSource};
+use crate::spec::{ToolSpec, is_valid_tool_name};
+use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
 
-/// Every tool of a set of loaded components, by name. Calls may run concurrently; each runs
-/// in a fresh instance of its component.
+/// Every tool of a set of sources (sandboxed components first among them), by unique name.
+/// Calls may run concurrently; a component's each run in a fresh instance.
 ///
 /// ```no_run
 /// use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
 ///
 /// # async fn example() -> anyhow::Result<()> {
 /// let runtime = Runtime::new(RuntimeConfig::default())?;
-/// let calculator = ComponentConfig::new("example-tools/dist/calculator.wasm");
-/// let toolbox = Toolbox::load(&runtime, vec![calculator], None).await?;
+/// let toolbox = Toolbox::builder(&runtime)
+///     .component(ComponentConfig::new("example-tools/dist/calculator.wasm"))
+///     .build()
+///     .await?;
 /// let output = toolbox
 ///     .call("square_root", r#"{"x": 475695037565}"#, &CallContext::default())
 ///     .await?;
@@ -28,117 +31,323 @@ use crate::{CallError, LoadError, Runtime};
 /// # Ok(()) }
 /// ```
 pub struct Toolbox {
-    runtime: Runtime,
-    components: Vec<Arc<LoadedComponent>>,
-    /// Tool name to (component index, tool index).
-    index: HashMap<String, (usize, usize)>,
+    slots: Vec<Slot>,
+    catalog: RwLock<Arc<Catalog>>,
+    skipped: Vec<SkippedSource>,
 }
 
-impl Toolbox {
-    /// Loads every component in `configs`, concurrently. Fails on the first component that
-    /// cannot be loaded, or when two components offer a tool of the same name.
-    pub async fn load(
-        runtime: &Runtime,
-        configs: Vec<ComponentConfig>,
-        on_compile: Option<CompileObserver>,
-    ) -> Result<Self, LoadError> {
-        let loads = configs
-            .into_iter()
-            .map(|config| LoadedComponent::load(runtime, config, on_compile.clone()));
-        let components = futures::future::try_join_all(loads).await?;
-        Self::from_components(runtime, components)
+struct Slot {
+    source: Arc<dyn ToolSource>,
+    options: SourceOptions,
+    component: Option<Arc<LoadedComponent>>,
+}
+
+/// A source that was left out because it failed to load and was not required.
+#[derive(Debug)]
+pub struct SkippedSource {
+    /// Its name.
+    pub name: String,
+    /// Why it failed.
+    pub error: LoadError,
+}
+
+/// Puts a toolbox together: components to load, other sources to add.
+#[must_use]
+pub struct ToolboxBuilder {
+    runtime: Runtime,
+    components: Vec<ComponentConfig>,
+    sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
+}
+
+impl ToolboxBuilder {
+    /// Adds a component to load.
+    pub fn component(mut self, config: ComponentConfig) -> Self {
+        self.components.push(config);
+        self
     }
 
-    /// A toolbox of components loaded already.
-    pub fn from_components(
-        runtime: &Runtime,
-        components: Vec<LoadedComponent>,
-    ) -> Result<Self, LoadError> {
-        let mut index = HashMap::new();
-        for (c, component) in components.iter().enumerate() {
-            for (t, (spec, _)) in component.tools.iter().enumerate() {
-                if let Some(&(first, _)) = index.get(&spec.name) {
-                    let first: &LoadedComponent = &components[first];
-                    return Err(LoadError::DuplicateTool {
-                        tool: spec.name.clone(),
-                        first: first.path().to_owned(),
-                        second: component.path().to_owned(),
+    /// Adds components to load.
+    pub fn components(mut self, configs: impl IntoIterator<Item = ComponentConfig>) -> Self {
+        self.components.extend(configs);
+        self
+    }
+
+    /// Adds a source of tools (its tools are offered as `options` say).
+    pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
+        self.sources.push((source, options));
+        self
+    }
+
+    /// Loads the components, concurrently, and puts every tool under its name. Fails on the
+    /// first required component that cannot be loaded, on a `tools` list naming a tool its
+    /// source does not offer, and when two tools end up with the same name; a component that
+    /// is not required and fails is left out, with a warning.
+    pub async fn build(self) -> Result<Toolbox, LoadError> {
+        let loads = self.components.into_iter().map(|config| {
+            let runtime = self.runtime.clone();
+            async move {
+                let required = config.required;
+                let name = config.name.clone();
+                let options = config.options.clone();
+                (
+                    name,
+                    required,
+                    options,
+                    LoadedComponent::load(&runtime, config).await,
+                )
+            }
+        });
+        let mut slots = Vec::new();
+        let mut skipped = Vec::new();
+        for (name, required, options, loaded) in futures::future::join_all(loads).await {
+            match loaded {
+                Ok(component) => {
+                    let component = Arc::new(component);
+                    slots.push(Slot {
+                        source: component.clone(),
+                        options,
+                        component: Some(component),
                     });
                 }
-                index.insert(spec.name.clone(), (c, t));
+                Err(error) if required => return Err(error),
+                Err(error) => {
+                    tracing::warn!(
+                        component = %name,
+                        "left out (not required) because it failed to load: {}",
+                        crate::report::chain(&error)
+                    );
+                    skipped.push(SkippedSource { name, error });
+                }
+            }
+        }
+        slots.extend(self.sources.into_iter().map(|(source, options)| Slot {
+            source,
+            options,
+            component: None,
+        }));
+        let catalog = Catalog::build(&slots, None)?;
+        Ok(Toolbox {
+            slots,
+            catalog: RwLock::new(Arc::new(catalog)),
+            skipped,
+        })
+    }
+}
+
+/// The tools of a toolbox at one moment: their specs under the names the model sees, and
+/// where each comes from. Cheap to hold; a source whose tools change makes a new one.
+pub struct Catalog {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    /// Each slot's generation when this catalog was made.
+    generations: Vec<u64>,
+}
+
+struct Entry {
+    spec: ToolSpec,
+    slot: usize,
+    /// The tool's name at its source.
+    own_name: String,
+    origin: Origin,
+    validator: Arc<jsonschema::Validator>,
+}
+
+impl Catalog {
+    fn build(slots: &[Slot], previous: Option<&Catalog>) -> Result<Self, LoadError> {
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut index = HashMap::new();
+        let mut generations = Vec::with_capacity(slots.len());
+        for (s, slot) in slots.iter().enumerate() {
+            generations.push(slot.source.generation());
+            let origin = slot.source.origin();
+            let tools = slot.source.tools();
+            if let Some(include) = &slot.options.include
+                && let Some(missing) = include.iter().find(|name| !tools.iter().any(|t| &t.name == *name))
+            {
+                return Err(LoadError::NoSuchTool {
+                    origin: origin.to_string(),
+                    tool: missing.clone(),
+                    offered: tools.iter().map(|t| t.name.clone()).collect(),
+                });
+            }
+            for mut spec in tools.into_iter().filter(|t| slot.options.offers(&t.name)) {
+                let own_name = std::mem::take(&mut spec.name);
+                spec.name = format!("{}{own_name}", slot.options.prefix);
+                let invalid = |problem: String| LoadError::InvalidSpec {
+                    origin: origin.to_string(),
+                    tool: own_name.clone(),
+                    problem,
+                };
+                if !is_valid_tool_name(&spec.name) {
+                    return Err(invalid(format!(
+                        "would be offered as `{}`, a name models cannot call: use 1 to 64 \
+                         letters, digits, `_` or `-` (shorten the prefix)",
+                        spec.name
+                    )));
+                }
+                if let Some(&first) = index.get(&spec.name) {
+                    let first: &Entry = &entries[first];
+                    return Err(LoadError::DuplicateTool {
+                        tool: spec.name,
+                        first: first.origin.to_string(),
+                        second: origin.to_string(),
+                    });
+                }
+                let reused = previous.and_then(|catalog| {
+                    let entry = &catalog.entries[*catalog.index.get(&spec.name)?];
+                    (entry.spec.input_schema == spec.input_schema).then(|| entry.validator.clone())
+                });
+                let validator = match reused {
+                    Some(validator) => validator,
+                    None => Arc::new(jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+                        invalid(format!(
+                            "has an input schema that is not a valid JSON Schema: {e}"
+                        ))
+                    })?),
+                };
+                index.insert(spec.name.clone(), entries.len());
+                entries.push(Entry {
+                    spec,
+                    slot: s,
+                    own_name,
+                    origin: origin.clone(),
+                    validator,
+                });
             }
         }
         Ok(Self {
-            runtime: runtime.clone(),
-            components: components.into_iter().map(Arc::new).collect(),
+            entries,
             index,
+            generations,
         })
     }
 
-    /// The loaded components, in load order.
-    pub fn components(&self) -> &[Arc<LoadedComponent>] {
-        &self.components
-    }
-
-    /// Every tool, in component order.
-    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.components.iter().flat_map(|c| c.tools())
+    /// Every tool, in source order.
+    pub fn iter(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.entries.iter().map(|entry| &entry.spec)
     }
 
     /// The tool called `name`.
-    pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        let &(c, t) = self.index.get(name)?;
-        Some(&self.components[c].tools[t].0)
+    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
+        Some(&self.entries[*self.index.get(name)?].spec)
     }
 
-    /// The component that offers tool `name`.
-    pub fn component_of(&self, name: &str) -> Option<&LoadedComponent> {
-        let &(c, _) = self.index.get(name)?;
-        Some(&self.components[c])
+    /// Where tool `name` comes from.
+    pub fn origin(&self, name: &str) -> Option<&Origin> {
+        Some(&self.entries[*self.index.get(name)?].origin)
     }
 
-    /// The names of every tool, in component order.
+    /// The names of every tool, in source order.
     pub fn names(&self) -> Vec<String> {
-        self.specs().map(|spec| spec.name.clone()).collect()
+        self.iter().map(|spec| spec.name.clone()).collect()
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl Toolbox {
+    /// Starts putting a toolbox together; components load on `runtime`.
+    pub fn builder(runtime: &Runtime) -> ToolboxBuilder {
+        ToolboxBuilder {
+            runtime: runtime.clone(),
+            components: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    /// The tools now. When a source's tools changed since the last look (an MCP server said
+    /// so), they are listed again first; if that fails, the tools stay as they were and the
+    /// failure is logged.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        let current = self
+            .catalog
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let changed = self
+            .slots
+            .iter()
+            .zip(&current.generations)
+            .any(|(slot, &seen)| slot.source.generation() != seen);
+        if !changed {
+            return current;
+        }
+        match Catalog::build(&self.slots, Some(&current)) {
+            Ok(catalog) => {
+                let catalog = Arc::new(catalog);
+                *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = catalog.clone();
+                catalog
+            }
+            Err(error) => {
+                tracing::warn!("the tools changed, but cannot be listed again: {error}");
+                current
+            }
+        }
+    }
+
+    /// Every tool, in source order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.catalog().iter().cloned().collect()
+    }
+
+    /// The tool called `name`.
+    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        self.catalog().get(name).cloned()
+    }
+
+    /// The names of every tool, in source order.
+    pub fn names(&self) -> Vec<String> {
+        self.catalog().names()
+    }
+
+    /// Where tool `name` comes from.
+    pub fn origin(&self, name: &str) -> Option<Origin> {
+        self.catalog().origin(name).cloned()
+    }
+
+    /// The loaded components, in load order.
+    pub fn components(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
+        self.slots.iter().filter_map(|slot| slot.component.as_ref())
+    }
+
+    /// Every source, in order.
+    pub fn sources(&self) -> impl Iterator<Item = &Arc<dyn ToolSource>> {
+        self.slots.iter().map(|slot| &slot.source)
+    }
+
+    /// The source of tool `name`.
+    pub fn source_of(&self, name: &str) -> Option<Arc<dyn ToolSource>> {
+        let catalog = self.catalog();
+        let entry = &catalog.entries[*catalog.index.get(name)?];
+        Some(self.slots[entry.slot].source.clone())
+    }
+
+    /// The sources left out because they failed to load and were not required.
+    pub fn skipped(&self) -> &[SkippedSource] {
+        &self.skipped
+    }
+
+    /// Loads the code of every component now (those whose tools came from the compile cache
+    /// load it at their first call otherwise). Returns the first failure.
+    pub async fn prepare(&self) -> Result<(), LoadError> {
+        futures::future::try_join_all(self.components().map(|c| c.prepare()))
+            .await
+            .map(|_| ())
     }
 
     /// Checks `arguments` (a JSON object as text) against the schema of tool `name`, without
     /// running it. Empty arguments count as `{}`, as several models send them for tools that
     /// take none.
     pub fn check_arguments(&self, name: &str, arguments: &str) -> Result<Value, CallError> {
-        let &(c, t) = self.index.get(name).ok_or_else(|| CallError::UnknownTool {
-            name: name.to_owned(),
-            available: self.names(),
-        })?;
-        let validator = &self.components[c].tools[t].1;
-        let text = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
-        let invalid = |message: String| CallError::InvalidArguments {
-            tool: name.to_owned(),
-            message,
-        };
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;
-        let problems: Vec<String> = validator
-            .iter_errors(&value)
-            .take(3)
-            .map(|error| {
-                let at = error.instance_path().to_string();
-                if at.is_empty() {
-                    error.to_string()
-                } else {
-                    format!("at {at}: {error}")
-                }
-            })
-            .collect();
-        if problems.is_empty() {
-            Ok(value)
-        } else {
-            Err(invalid(problems.join("; ")))
-        }
+        check(&self.catalog(), name, arguments)
     }
 
     /// Calls tool `name` with `arguments` (a JSON object as text). The arguments are checked
@@ -149,48 +358,55 @@ impl Toolbox {
         arguments: &str,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
-        self.check_arguments(name, arguments)?;
+        let catalog = self.catalog();
+        check(&catalog, name, arguments)?;
         let arguments = if arguments.trim().is_empty() {
             "{}"
         } else {
             arguments
         };
-        self.call_unchecked(name, arguments, context).await
+        self.route(&catalog, name, arguments, context).await
     }
 
-    /// Calls tool `name` with `arguments` passed to the component as they are, without
-    /// checking them against the schema: for testing how a component handles bad arguments
-    /// itself (the conformance suite does). Everything else (grants, limits) applies.
+    /// Calls tool `name` with `arguments` passed to its source as they are, without checking
+    /// them against the schema: for testing how a component handles bad arguments itself (the
+    /// conformance suite does). Everything else (grants, limits) applies.
     pub async fn call_unchecked(
         &self,
         name: &str,
         arguments: &str,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
-        let Some(&(c, _)) = self.index.get(name) else {
+        self.route(&self.catalog(), name, arguments, context).await
+    }
+
+    async fn route(
+        &self,
+        catalog: &Catalog,
+        name: &str,
+        arguments: &str,
+        context: &CallContext,
+    ) -> Result<ToolOutput, CallError> {
+        let Some(&at) = catalog.index.get(name) else {
             return Err(CallError::UnknownTool {
                 name: name.to_owned(),
-                available: self.names(),
+                available: catalog.names(),
             });
         };
-        let component = &self.components[c];
+        let entry = &catalog.entries[at];
+        let source = &self.slots[entry.slot].source;
         let span = tracing::info_span!(
             "tool_call",
             tool = name,
-            component = component.name(),
+            source = entry.origin.name(),
             call_id = %context.call_id,
             outcome = tracing::field::Empty,
         );
         async {
-            let result = call::call_tool(
-                &self.runtime,
-                &component.pre,
-                &component.sandbox,
-                name,
-                arguments,
-                context,
-            )
-            .await;
+            let result = source
+                .call(&entry.own_name, arguments, context)
+                .await
+                .map_err(|error| error.with_tool(name));
             let span = tracing::Span::current();
             match &result {
                 Ok(output) => {
@@ -198,7 +414,7 @@ impl Toolbox {
                     tracing::debug!(duration = ?output.duration, "tool call finished");
                 }
                 Err(error) => {
-                    span.record("outcome", error.kind());
+                    span.record("outcome", error.kind().as_str());
                     tracing::debug!("tool call failed: {error}");
                 }
             }
@@ -206,5 +422,43 @@ impl Toolbox {
         }
         .instrument(span)
         .await
+    }
+}
+
+fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallError> {
+    let Some(&at) = catalog.index.get(name) else {
+        return Err(CallError::UnknownTool {
+            name: name.to_owned(),
+            available: catalog.names(),
+        });
+    };
+    let validator = &catalog.entries[at].validator;
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let invalid = |message: String| CallError::InvalidArguments {
+        tool: name.to_owned(),
+        message,
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;
+    let problems: Vec<String> = validator
+        .iter_errors(&value)
+        .take(3)
+        .map(|error| {
+            let at = error.instance_path().to_string();
+            if at.is_empty() {
+                error.to_string()
+            } else {
+                format!("at {at}: {error}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(invalid(problems.join("; ")))
     }
 }

@@ -102,7 +102,9 @@ async fn run_json_reports_the_whole_run() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let output: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(output["ok"], true);
+    let result = &output["result"];
     assert_eq!(result["text"], "About 689706.49.");
     assert_eq!(result["end"], "answered");
     assert_eq!(result["rounds"], 2);
@@ -111,8 +113,8 @@ async fn run_json_reports_the_whole_run() {
     let arguments: Value = serde_json::from_str(execution["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, serde_json::json!({"x": 475695037565u64}));
     assert_eq!(execution["output"], "689706.4865324959");
-    assert_eq!(execution["ok"], true);
-    assert!(execution["duration"].as_f64().unwrap() > 0.0);
+    assert_eq!(execution["outcome"]["status"], "ok");
+    assert!(execution["duration_ms"].as_f64().unwrap() > 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use toolhost::agent::{AgentError, AgentOptions, RunOptions};
+use toolhost::ErrorKind;
 use toolhost::llm::ProviderError;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 
@@ -215,8 +216,8 @@ async fn invalid_json_arguments_from_a_stream_are_reported_to_the_model() {
     let (model, agent) = scripted(Format::OpenAi, true, turns, AgentOptions::default()).await;
     let result = ask(&agent, "2*3", &RunOptions::default()).await.0.unwrap();
     assert_eq!(
-        result.executions[0].error_kind.as_deref(),
-        Some("invalid_arguments")
+        result.executions[0].error_kind(),
+        Some(ErrorKind::InvalidArguments)
     );
     let second = &model.bodies()[1];
     assert_eq!(

@@ -14,7 +14,7 @@ use toolhost_tests::runtime;
 use super::ask;
 
 async fn square_root_through(provider: Arc<dyn Provider>, stream: bool) {
-    let toolbox = Toolbox::load(&runtime(), vec![ComponentConfig::new(CALCULATOR)], None)
+    let toolbox = Toolbox::builder(&runtime()).component(ComponentConfig::new(CALCULATOR)).build()
         .await
         .unwrap();
     let options = AgentOptions {
@@ -38,7 +38,7 @@ async fn square_root_through(provider: Arc<dyn Provider>, stream: bool) {
     let call = result
         .executions
         .iter()
-        .find(|e| e.name == "square_root" && e.ok)
+        .find(|e| e.name == "square_root" && e.is_ok())
         .unwrap_or_else(|| {
             panic!(
                 "{}: the model did not use square_root: {result:?}",

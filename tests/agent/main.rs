@@ -62,7 +62,7 @@ pub async fn toolbox() -> Arc<Toolbox> {
     }
     .apply(misbehave.limits);
     let configs = vec![ComponentConfig::new(CALCULATOR), misbehave];
-    Arc::new(Toolbox::load(&runtime(), configs, None).await.unwrap())
+    Arc::new(Toolbox::builder(&runtime()).components(configs).build().await.unwrap())
 }
 
 /// A scripted model of `format` with `turns`, and an agent talking to it.

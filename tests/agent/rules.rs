@@ -9,6 +9,7 @@ use toolhost::agent::{
     AgentError, AgentEvent, AgentOptions, Conversation, RunEnd, RunOptions, Step, ToolSelection,
     UnknownTool,
 };
+use toolhost::ErrorKind;
 use toolhost::llm::Message;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 
@@ -73,14 +74,10 @@ async fn bad_arguments_go_back_to_the_model_and_the_run_goes_on() {
     let (result, _) = ask(&agent, "1+2", &RunOptions::default()).await;
     let result = result.unwrap();
     assert_eq!(result.text, "3");
-    let kinds: Vec<Option<&str>> = result
-        .executions
-        .iter()
-        .map(|e| e.error_kind.as_deref())
-        .collect();
+    let kinds: Vec<Option<ErrorKind>> = result.executions.iter().map(|e| e.error_kind()).collect();
     assert_eq!(
         kinds,
-        [Some("invalid_arguments"), Some("invalid_arguments"), None]
+        [Some(ErrorKind::InvalidArguments), Some(ErrorKind::InvalidArguments), None]
     );
 
     let second = &model.bodies()[1];
@@ -121,25 +118,34 @@ async fn tool_failures_become_typed_error_results() {
         let (result, _) = ask(&agent, "break things", &RunOptions::default()).await;
         let result = result.unwrap_or_else(|e| panic!("{format:?}: {e:#}"));
         assert_eq!(result.text, "All four failed.");
-        let kinds: Vec<&str> = result
+        let kinds: Vec<ErrorKind> = result
             .executions
             .iter()
-            .map(|e| e.error_kind.as_deref().unwrap())
+            .map(|e| e.error_kind().unwrap())
             .collect();
         assert_eq!(
             kinds,
-            ["tool_failed", "trap", "timeout", "capability_denied"]
+            [
+                ErrorKind::ToolFailed,
+                ErrorKind::Trap,
+                ErrorKind::Timeout,
+                ErrorKind::CapabilityDenied
+            ]
         );
-        assert!(
-            result.executions[0]
-                .output
-                .starts_with("error (tool_failed): `fail` failed: it went wrong")
+        assert_eq!(
+            result.executions[0].output,
+            "the tool failed: it went wrong on purpose"
         );
         assert!(result.executions[1].output.contains("crashed on purpose"));
         assert!(
             result.executions[3]
                 .output
                 .contains("HTTP access to 127.0.0.1:9")
+        );
+        assert!(
+            !result.executions[3].output.contains("--http"),
+            "the model is not told grant syntax: {}",
+            result.executions[3].output
         );
         if format == Format::Anthropic {
             let body = &model.bodies()[1];
@@ -159,8 +165,8 @@ async fn unknown_tools_are_reported_with_the_available_ones_or_end_the_run() {
     let (result, _) = ask(&agent, "1/2", &RunOptions::default()).await;
     let result = result.unwrap();
     assert_eq!(
-        result.executions[0].error_kind.as_deref(),
-        Some("unknown_tool")
+        result.executions[0].error_kind(),
+        Some(ErrorKind::UnknownTool)
     );
     let sent = &tool_messages(&model.bodies()[1])[0];
     assert!(
@@ -336,8 +342,8 @@ async fn each_request_offers_the_selected_tools() {
     let result = ask(&agent, "add", &only).await.0.unwrap();
     assert_eq!(offered(&model.bodies()[0]), ["add", "multiply"]);
     assert_eq!(
-        result.executions[0].error_kind.as_deref(),
-        Some("unknown_tool"),
+        result.executions[0].error_kind(),
+        Some(ErrorKind::UnknownTool),
         "a loaded tool that was not offered is not run"
     );
 

@@ -97,7 +97,7 @@ async fn a_question_goes_through_a_tool_in_every_format_and_mode() {
         assert_eq!(result.executions.len(), 1);
         let execution = &result.executions[0];
         assert_eq!(
-            (execution.name.as_str(), execution.ok),
+            (execution.name.as_str(), execution.is_ok()),
             ("square_root", true)
         );
         assert_eq!(execution.output, "689706.4865324959");

@@ -37,7 +37,7 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
             config.grants = subject.grants(&cases);
             config
         };
-        let first = LoadedComponent::load(&runtime, config(), None).await?;
+        let first = LoadedComponent::load(&runtime, config()).await?;
         let compile = match first.compile_source() {
             CompileSource::Compiled { took } => took,
             CompileSource::Cache => anyhow::bail!("{}: the empty cache had it", subject.name),
@@ -45,14 +45,14 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
         let mut loads = Vec::new();
         for _ in 0..5 {
             loads.push(
-                LoadedComponent::load(&runtime, config(), None)
+                LoadedComponent::load(&runtime, config())
                     .await?
                     .load_time(),
             );
         }
         let loads = Stats::of(loads);
 
-        let toolbox = Toolbox::from_components(&runtime, vec![first])?;
+        let toolbox = Toolbox::builder(&runtime).component(config()).build().await?;
         let (median, p90) = match cases.ok.first() {
             Some(case) => {
                 let arguments = case.arguments.to_string();

@@ -18,7 +18,7 @@
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 use serde_json::{Value, json};
-use toolhost::{CallContext, CallError, ComponentConfig, Grants, LoadedComponent, Toolbox};
+use toolhost::{CallContext, CallError, ComponentConfig, Grants, Toolbox};
 use toolhost_tests::conformance::{Cases, Subject, subjects};
 use toolhost_tests::runtime;
 
@@ -32,10 +32,11 @@ fn context() -> CallContext {
 async fn load(subject: &Subject, grants: Grants) -> Result<Toolbox, String> {
     let mut config = ComponentConfig::new(&subject.wasm);
     config.grants = grants;
-    let component = LoadedComponent::load(&runtime(), config, None)
+    Toolbox::builder(&runtime())
+        .component(config)
+        .build()
         .await
-        .map_err(|e| format!("does not load: {:#}", anyhow::Error::from(e)))?;
-    Toolbox::from_components(&runtime(), vec![component]).map_err(|e| e.to_string())
+        .map_err(|e| format!("does not load: {:#}", anyhow::Error::from(e)))
 }
 
 /// A value of another JSON type than `schema` allows.

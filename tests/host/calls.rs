@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use toolhost::sandbox::{DirGrant, HumanDuration, LimitsConfig};
-use toolhost::{CallContext, CallError};
+use toolhost::{CallContext, CallError, ErrorKind};
 use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE};
 use toolhost_tests::load;
 
@@ -63,7 +63,7 @@ async fn invalid_arguments_are_rejected_before_the_tool_runs() {
         .call("write_note", "{not json", &context())
         .await
         .expect_err("not JSON");
-    assert_eq!(error.kind(), "invalid_arguments");
+    assert_eq!(error.kind(), ErrorKind::InvalidArguments);
     assert!(error.to_string().contains("not valid JSON"), "{error}");
 
     // The same call with valid arguments does write.
@@ -86,7 +86,7 @@ async fn a_tool_can_reject_arguments_the_schema_allows() {
         .call("square_root", r#"{"x": -4}"#, &context())
         .await
         .expect_err("negative numbers have no real square root");
-    assert_eq!(error.kind(), "invalid_arguments");
+    assert_eq!(error.kind(), ErrorKind::InvalidArguments);
     assert!(error.to_string().contains("negative"), "{error}");
 }
 
@@ -214,6 +214,6 @@ async fn calls_run_concurrently() {
     let outcome = spinning.await;
     assert_eq!(
         outcome.expect_err("spin never ends by itself").kind(),
-        "timeout"
+        ErrorKind::Timeout
     );
 }

@@ -135,13 +135,17 @@ async fn a_crash_is_a_trap_with_the_panic_message() {
         .await
         .expect_err("crash crashes");
     match &error {
-        CallError::Trap { tool, message } => {
+        CallError::Trap { tool, trap, stderr } => {
             assert_eq!(tool, "crash");
-            assert!(message.contains("wasm trap"), "{message}");
+            assert!(trap.contains("wasm trap"), "{trap}");
+            let stderr = stderr.as_deref().unwrap_or_default();
             assert!(
-                message.contains("crashed on purpose"),
-                "the panic message is kept: {message}"
+                stderr.contains("crashed on purpose"),
+                "the panic message is kept: {stderr}"
             );
+            let told = error.model_message();
+            assert!(told.contains("crashed on purpose"), "{told}");
+            assert!(!told.contains("wasm trap"), "{told}");
         }
         other => panic!("expected a trap, got {other:?}"),
     }

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde_json::json;
 use toolhost::sandbox::{DirGrant, EnvGrant};
-use toolhost::{CallContext, CallError, Toolbox};
+use toolhost::{CallContext, CallError, ErrorKind, Toolbox};
 use toolhost_tests::components::{FILES, MISBEHAVE, WEATHER};
 use toolhost_tests::load;
 use toolhost_tests::server::{Reply, TestServer};
@@ -83,7 +83,7 @@ async fn nothing_outside_the_granted_directory_is_visible() {
         match read(&toolbox, path).await {
             Ok(text) => panic!("reading {path} succeeded: {text:?}"),
             Err(error) => {
-                assert_eq!(error.kind(), "tool_failed", "{path}: {error}");
+                assert_eq!(error.kind(), ErrorKind::ToolFailed, "{path}: {error}");
                 assert!(!error.to_string().contains("launch codes"), "{error}");
             }
         }
@@ -99,7 +99,7 @@ async fn without_a_grant_there_is_no_file_system() {
         .call("list_files", r#"{"path": "/data"}"#, &context())
         .await
         .expect_err("nothing is granted");
-    assert_eq!(error.kind(), "tool_failed");
+    assert_eq!(error.kind(), ErrorKind::ToolFailed);
 }
 
 #[tokio::test]
@@ -118,7 +118,7 @@ async fn a_read_only_directory_cannot_be_written() {
         .call("write_note", r#"{"title": "x", "text": "y"}"#, &context())
         .await
         .expect_err("/notes is read-only");
-    assert_eq!(error.kind(), "tool_failed");
+    assert_eq!(error.kind(), ErrorKind::ToolFailed);
     assert_eq!(
         std::fs::read_dir(notes.path()).expect("readable").count(),
         0
@@ -206,7 +206,7 @@ async fn http_reaches_granted_hosts_only() {
         .call("current_weather", r#"{"city": "Atlantis"}"#, &context())
         .await
         .expect_err("the server knows no Atlantis");
-    assert_eq!(error.kind(), "tool_failed");
+    assert_eq!(error.kind(), ErrorKind::ToolFailed);
 
     // Same server, but the tool may only talk to another host: refused before any request.
     let refused = load(WEATHER, |config| {
@@ -263,7 +263,7 @@ async fn raw_sockets_need_a_grant() {
         .await
         .expect_err("no grant");
     assert!(
-        matches!(error.kind(), "capability_denied" | "tool_failed"),
+        matches!(error.kind(), ErrorKind::CapabilityDenied | ErrorKind::ToolFailed),
         "{error}"
     );
 

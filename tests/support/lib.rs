@@ -44,7 +44,7 @@ pub fn target_dir() -> PathBuf {
 pub async fn load(path: &str, configure: impl FnOnce(&mut ComponentConfig)) -> Toolbox {
     let mut config = ComponentConfig::new(path);
     configure(&mut config);
-    match Toolbox::load(&runtime(), vec![config], None).await {
+    match Toolbox::builder(&runtime()).component(config).build().await {
         Ok(toolbox) => toolbox,
         Err(error) => panic!("loading {path} failed: {:#}", anyhow::Error::from(error)),
     }

@@ -5,15 +5,15 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::llm::{ToolCall, arguments_object};
-use crate::{CallContext, Toolbox};
+use crate::{CallContext, CallError, ErrorKind, Toolbox};
 
 use super::{AgentError, AgentEvent, UnknownTool};
 
 /// The record of one tool call of a run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolExecution {
     /// The round (model turn, from 1) that asked for it.
     pub round: usize,
@@ -23,20 +23,47 @@ pub struct ToolExecution {
     pub name: String,
     /// The arguments, as the model wrote them.
     pub arguments: String,
-    /// Whether it produced a result.
-    pub ok: bool,
-    /// The result, or the error message sent to the model.
+    /// How it ended.
+    pub outcome: Outcome,
+    /// What the model was sent: the result, or the error as the model reads it.
     pub output: String,
-    /// The kind of error (`invalid_arguments`, `unknown_tool`, `timeout`, ...), when it failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_kind: Option<String>,
     /// How long it took.
-    #[serde(serialize_with = "serialize_millis")]
+    #[serde(
+        rename = "duration_ms",
+        serialize_with = "crate::report::serialize_millis",
+        deserialize_with = "crate::report::deserialize_millis"
+    )]
     pub duration: Duration,
 }
 
-fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1000.0)
+impl ToolExecution {
+    /// Whether the call produced a result.
+    pub fn is_ok(&self) -> bool {
+        matches!(self.outcome, Outcome::Ok)
+    }
+
+    /// The kind of error, when it failed.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        match &self.outcome {
+            Outcome::Ok => None,
+            Outcome::Error { kind, .. } => Some(*kind),
+        }
+    }
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// It produced a result.
+    Ok,
+    /// It did not.
+    Error {
+        /// The kind of error.
+        kind: ErrorKind,
+        /// The operator's message (with the grant or setting to change).
+        message: String,
+    },
 }
 
 /// Runs `calls` concurrently through `toolbox`; `offered` are the tools the model was given
@@ -89,53 +116,43 @@ async fn execute_one(
     round: usize,
 ) -> ToolExecution {
     let started = Instant::now();
-    let record = |result: Result<String, (&str, String)>| {
-        let (ok, output, error_kind) = match result {
-            Ok(output) => (true, output, None),
-            Err((kind, message)) => (
-                false,
-                format!("error ({kind}): {message}"),
-                Some(kind.to_owned()),
-            ),
-        };
-        ToolExecution {
-            round,
-            call_id: call.id.clone(),
+    let result = if !offered.contains(&call.name) {
+        Err(CallError::UnknownTool {
             name: call.name.clone(),
-            arguments: call.arguments.clone(),
-            ok,
-            output,
-            error_kind,
-            duration: started.elapsed(),
-        }
+            available: offered.iter().cloned().collect(),
+        })
+    } else if arguments_object(&call.arguments).is_none() {
+        Err(CallError::InvalidArguments {
+            tool: call.name.clone(),
+            message: format!(
+                "the arguments must be a JSON object, and `{}` is not one",
+                call.arguments
+            ),
+        })
+    } else {
+        let context = CallContext {
+            call_id: call.id.clone(),
+            values: context.values.clone(),
+        };
+        toolbox.call(&call.name, &call.arguments, &context).await
     };
-    if !offered.contains(&call.name) {
-        let available: Vec<&str> = offered.iter().map(String::as_str).collect();
-        return record(Err((
-            "unknown_tool",
-            format!(
-                "there is no tool `{}`; call one of: {}",
-                call.name,
-                available.join(", ")
-            ),
-        )));
-    }
-    if arguments_object(&call.arguments).is_none() {
-        return record(Err((
-            "invalid_arguments",
-            format!(
-                "the arguments must be a JSON object, and `{}` is not one; call `{}` again with \
-                 valid JSON",
-                call.arguments, call.name
-            ),
-        )));
-    }
-    let context = CallContext {
+    let (outcome, output) = match result {
+        Ok(output) => (Outcome::Ok, output.text),
+        Err(error) => (
+            Outcome::Error {
+                kind: error.kind(),
+                message: error.to_string(),
+            },
+            error.model_message(),
+        ),
+    };
+    ToolExecution {
+        round,
         call_id: call.id.clone(),
-        values: context.values.clone(),
-    };
-    match toolbox.call(&call.name, &call.arguments, &context).await {
-        Ok(output) => record(Ok(output.text)),
-        Err(error) => record(Err((error.kind(), error.to_string()))),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        outcome,
+        output,
+        duration: started.elapsed(),
     }
 }

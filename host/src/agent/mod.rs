@@ -1,6 +1,9 @@
 //! The tool-calling loop: offer the loaded tools to a model, run the calls it asks for in the
 //! sandbox, send the results back, repeat until it answers.
 //!
+//! [`Host::agent`](crate::Host::agent) gives an agent with a manifest's settings applied;
+//! one can also be put together from a provider and a toolbox:
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use toolhost::agent::{Agent, AgentOptions, Conversation, RunOptions};
@@ -20,6 +23,7 @@
 //! with [`Conversation::submit`] (Spring AI's user-controlled execution, Genkit's
 //! `returnToolRequests`).
 
+mod config;
 mod conversation;
 mod execute;
 
@@ -30,8 +34,9 @@ use std::time::Instant;
 use serde::Serialize;
 use tracing::Instrument;
 
+pub use config::AgentConfig;
 pub use conversation::Conversation;
-pub use execute::ToolExecution;
+pub use execute::{Outcome, ToolExecution};
 
 use crate::llm::{
     ChatRequest, FinishReason, Message, Provider, ProviderError, ToolCall, ToolChoice,
@@ -236,6 +241,39 @@ pub enum AgentError {
     },
 }
 
+/// The kind of an [`AgentError`], for callers that branch on it and for JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AgentErrorKind {
+    /// [`AgentError::Provider`].
+    Provider,
+    /// [`AgentError::RoundLimit`].
+    RoundLimit,
+    /// [`AgentError::UnansweredToolCall`].
+    UnansweredToolCall,
+    /// [`AgentError::NoSuchPendingCall`].
+    NoSuchPendingCall,
+    /// [`AgentError::UnknownTool`].
+    UnknownTool,
+    /// [`AgentError::Truncated`].
+    Truncated,
+}
+
+impl AgentError {
+    /// The kind of error.
+    pub fn kind(&self) -> AgentErrorKind {
+        match self {
+            Self::Provider(_) => AgentErrorKind::Provider,
+            Self::RoundLimit { .. } => AgentErrorKind::RoundLimit,
+            Self::UnansweredToolCall { .. } => AgentErrorKind::UnansweredToolCall,
+            Self::NoSuchPendingCall { .. } => AgentErrorKind::NoSuchPendingCall,
+            Self::UnknownTool { .. } => AgentErrorKind::UnknownTool,
+            Self::Truncated { .. } => AgentErrorKind::Truncated,
+        }
+    }
+}
+
 /// A model, the tools it may call, and how to run the loop.
 #[derive(Clone)]
 pub struct Agent {
@@ -257,6 +295,16 @@ impl Agent {
     /// The tools.
     pub fn toolbox(&self) -> &Toolbox {
         &self.toolbox
+    }
+
+    /// How it runs.
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
+    /// The model.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
     }
 
     /// Runs the loop on `conversation` (which should end with the user's message) until the
@@ -306,7 +354,7 @@ impl Agent {
                 let direct = !done.is_empty()
                     && done
                         .iter()
-                        .all(|e| e.ok && self.options.return_direct.contains(&e.name));
+                        .all(|e| e.is_ok() && self.options.return_direct.contains(&e.name));
                 executions.extend(done);
                 if direct {
                     let text = executions
@@ -394,7 +442,7 @@ impl Agent {
         )
         .await?;
         for execution in &done {
-            let result = if execution.ok {
+            let result = if execution.is_ok() {
                 Ok(execution.output.clone())
             } else {
                 Err(execution.output.clone())
@@ -501,7 +549,8 @@ impl Agent {
     /// The tools a request offers.
     fn offered(&self, messages: &[Message], options: &RunOptions) -> Vec<ToolDefinition> {
         self.toolbox
-            .specs()
+            .catalog()
+            .iter()
             .filter(|spec| match &options.tools {
                 ToolSelection::All => true,
                 ToolSelection::Only(names) => names.contains(&spec.name),

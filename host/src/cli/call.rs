@@ -2,15 +2,14 @@
 
 use std::io::Read as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
 use serde_json::json;
-use toolhost::{CallContext, ComponentConfig, Manifest, Runtime, ToolOutput, Toolbox};
+use toolhost::{CallContext, ComponentConfig, Host, Runtime, ToolOutput};
 
-use super::progress::compile_progress;
-use super::{GrantArgs, LimitArgs, is_manifest};
+use super::output::{print_json, println};
+use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest};
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -46,9 +45,25 @@ pub(super) fn parse_key_value(text: &str) -> Result<(String, String), String> {
 }
 
 impl CallArgs {
-    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
-        let configs = self.component_configs()?;
-        let toolbox = Toolbox::load(runtime, configs, Some(compile_progress())).await?;
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        let mut host = Host::builder()
+            .runtime(runtime.clone())
+            .limits(self.limits.config());
+        if is_manifest(&self.target) {
+            if !self.grants.to_grants().is_empty() {
+                bail!(
+                    "grant flags apply to a single component; with a manifest, put the grants \
+                     in {}",
+                    self.target.display()
+                );
+            }
+            host = host.manifest(&self.target);
+        } else {
+            let mut config = ComponentConfig::new(&self.target);
+            config.grants = self.grants.to_grants();
+            host = host.component(config);
+        }
+        let host = host.build().await?;
         let arguments = if self.arguments == "-" {
             let mut text = String::new();
             std::io::stdin()
@@ -62,7 +77,7 @@ impl CallArgs {
             call_id: "cli".to_owned(),
             values: self.context.iter().cloned().collect(),
         };
-        let result = toolbox.call(&self.tool, &arguments, &context).await;
+        let result = host.call(&self.tool, &arguments, &context).await;
         if self.json {
             let value = match &result {
                 Ok(output) => json!({ "ok": true, "tool": self.tool, "output": output }),
@@ -72,51 +87,23 @@ impl CallArgs {
                     "error": { "kind": error.kind(), "message": error.to_string() },
                 }),
             };
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            print_json(&value)?;
         } else {
             match &result {
-                Ok(output) => print_output(output),
+                Ok(output) => print_output(output)?,
                 Err(error) => eprintln!("error: {error}"),
             }
         }
         Ok(if result.is_ok() {
-            ExitCode::SUCCESS
+            ExitStatus::Success
         } else {
-            ExitCode::from(1)
+            ExitStatus::Failure
         })
-    }
-
-    /// The components to load: the one file with the command line's grants and limits, or
-    /// every component of the manifest with the command line's limits over its own.
-    fn component_configs(&self) -> anyhow::Result<Vec<ComponentConfig>> {
-        let limits = self.limits.config();
-        if is_manifest(&self.target) {
-            if !self.grants.to_grants().is_empty() {
-                bail!(
-                    "grant flags apply to a single component; with a manifest, put the grants \
-                     in {}",
-                    self.target.display()
-                );
-            }
-            let manifest = Manifest::load(&self.target)?;
-            return Ok(manifest
-                .component_configs()
-                .into_iter()
-                .map(|mut config| {
-                    config.limits = limits.apply(config.limits);
-                    config
-                })
-                .collect());
-        }
-        let mut config = ComponentConfig::new(&self.target);
-        config.grants = self.grants.to_grants();
-        config.limits = limits.apply(config.limits);
-        Ok(vec![config])
     }
 }
 
 /// The result on stdout; what the tool printed on stderr, marked as the tool's.
-fn print_output(output: &ToolOutput) {
+fn print_output(output: &ToolOutput) -> std::io::Result<()> {
     for (stream, log) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
         for line in log.text.lines() {
             eprintln!("[tool {stream}] {line}");
@@ -125,5 +112,5 @@ fn print_output(output: &ToolOutput) {
             eprintln!("[tool {stream}] ... {} more bytes dropped", log.dropped);
         }
     }
-    println!("{}", output.text);
+    println(&output.text)
 }

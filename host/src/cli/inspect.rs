@@ -2,14 +2,14 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
 use toolhost::sandbox::format_bytes;
 use toolhost::{CompileSource, ComponentConfig, LoadedComponent, Runtime, ToolSpec};
 
-use super::progress::compile_progress;
+use super::ExitStatus;
+use super::output::{print, print_json};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
@@ -22,21 +22,22 @@ pub struct InspectArgs {
 }
 
 impl InspectArgs {
-    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
         let config = ComponentConfig::new(&self.component);
-        let component = LoadedComponent::load(runtime, config, Some(compile_progress())).await?;
+        let component = LoadedComponent::load(runtime, config).await?;
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&to_json(&component))?);
+            print_json(&to_json(&component))?;
         } else {
-            print!("{}", to_text(&component));
+            print(&to_text(&component))?;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(ExitStatus::Success)
     }
 }
 
 fn to_json(component: &LoadedComponent) -> Value {
     json!({
         "path": component.path(),
+        "sha256": component.sha256(),
         "size": component.size(),
         "compile": component.compile_source(),
         "load_ms": component.load_time().as_secs_f64() * 1000.0,

@@ -2,16 +2,44 @@
 
 mod call;
 mod inspect;
+mod output;
 mod progress;
 mod run;
 mod tools;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
 use toolhost::{Grants, Runtime, RuntimeConfig};
+
+pub use output::is_broken_pipe;
+
+/// How a command ended, as its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// It did what was asked (0).
+    Success,
+    /// The tool call or the run failed (1).
+    Failure,
+    /// The command could not be carried out: bad usage, a manifest or component that cannot
+    /// be loaded, a model that cannot be reached (2).
+    Error,
+    /// Interrupted by Ctrl-C (130).
+    Interrupted,
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> Self {
+        ExitCode::from(match status {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Interrupted => 130,
+        })
+    }
+}
 
 /// Run LLM tools as sandboxed WebAssembly components.
 ///
@@ -75,13 +103,14 @@ enum Command {
 }
 
 /// Runs the command `args` names.
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: if args.no_cache {
             None
         } else {
             args.cache_dir.or_else(toolhost::default_cache_dir)
         },
+        on_compile: Some(progress::compile_progress()),
         ..RuntimeConfig::default()
     })?;
     let work = async {
@@ -98,7 +127,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         result = work => result,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted");
-            Ok(ExitCode::from(130))
+            Ok(ExitStatus::Interrupted)
         }
     }
 }
@@ -187,6 +216,6 @@ impl LimitArgs {
 }
 
 /// Whether `path` names a manifest rather than a component.
-fn is_manifest(path: &std::path::Path) -> bool {
+fn is_manifest(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "toml")
 }

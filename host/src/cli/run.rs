@@ -1,18 +1,21 @@
 //! `host run` and `host chat`: the tool-calling loop against a model.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Args;
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolhost::agent::{Agent, AgentEvent, AgentOptions, Conversation, RunOptions, ToolSelection};
+use toolhost::agent::{
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult,
+    ToolSelection,
+};
 use toolhost::llm::{ModelConfig, ToolChoice};
-use toolhost::{Manifest, Runtime, Toolbox};
+use toolhost::{Host, HostError, Runtime};
 
-use super::progress::compile_progress;
+use super::ExitStatus;
+use super::output::{print, print_json, println};
 
 /// Where the tools and the model come from, and how to run the loop.
 #[derive(Debug, Args)]
@@ -99,23 +102,11 @@ pub struct ChatArgs {
     model: ModelArgs,
 }
 
-/// The loaded tools, the connected model, and the options of every run.
-struct Session {
-    agent: Agent,
-    options: RunOptions,
-    /// Keeps the local model server alive.
-    _model: toolhost::llm::ConnectedModel,
-}
-
 impl ModelArgs {
-    fn model_config(&self, manifest: &Manifest) -> anyhow::Result<ModelConfig> {
+    /// The model the flags name, over the manifest's.
+    fn model_config(&self) -> anyhow::Result<ModelConfig> {
         let mut flags = ModelConfig {
             base_url: self.base_url.clone(),
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-            max_rounds: self.max_rounds,
-            system: self.system.clone(),
-            stream: self.no_stream.then_some(false),
             ..ModelConfig::default()
         };
         if let Some(model) = &self.model {
@@ -124,58 +115,46 @@ impl ModelArgs {
             flags.provider = Some(provider);
             flags.name = name;
         }
-        let base = if flags.provider.is_some() && flags.provider != manifest.model.provider {
-            // Another provider than the manifest's: its URL, key and name do not apply.
-            ModelConfig {
-                temperature: manifest.model.temperature,
-                max_rounds: manifest.model.max_rounds,
-                system: manifest.model.system.clone(),
-                ..ModelConfig::default()
-            }
-        } else {
-            manifest.model.clone()
-        };
-        Ok(base.merged(flags))
+        Ok(flags)
     }
 
-    async fn session(&self, runtime: &Runtime, stream: bool) -> anyhow::Result<Session> {
-        if !self.manifest.exists() {
-            bail!(
-                "there is no manifest at {}; pass one with --manifest (for the example tools: \
-                 --manifest example-tools/toolhost.toml)",
-                self.manifest.display()
-            );
+    /// The loop settings the flags give, over the manifest's.
+    fn agent_config(&self) -> AgentConfig {
+        AgentConfig {
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            max_rounds: self.max_rounds,
+            system: self.system.clone(),
+            stream: self.no_stream.then_some(false),
         }
-        let manifest = Manifest::load(&self.manifest)?;
-        let config = self.model_config(&manifest)?;
-        let toolbox = Toolbox::load(
-            runtime,
-            manifest.component_configs(),
-            Some(compile_progress()),
-        );
-        let (toolbox, model) = tokio::join!(toolbox, config.connect());
-        let toolbox = toolbox?;
-        let model = model.context("cannot connect to the model")?;
+    }
+
+    /// Loads the tools and connects the model, at the same time.
+    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Agent, RunOptions)> {
+        let host = Host::builder()
+            .runtime(runtime.clone())
+            .manifest(&self.manifest)
+            .model(self.model_config()?)
+            .agent(self.agent_config())
+            .connect_model(true)
+            .build()
+            .await
+            .map_err(|error| match error {
+                HostError::Model(error) => anyhow::Error::new(error).context("cannot connect to the model"),
+                other => other.into(),
+            })?;
+        let catalog = host.toolbox().catalog();
         for name in &self.tools {
-            if toolbox.spec(name).is_none() {
+            if catalog.get(name).is_none() {
                 bail!(
                     "--tools {name}: no loaded tool has that name; loaded: {}",
-                    toolbox.names().join(", ")
+                    catalog.names().join(", ")
                 );
             }
         }
-        let options = AgentOptions {
-            max_rounds: config
-                .max_rounds
-                .unwrap_or(AgentOptions::default().max_rounds),
-            system: config.system.clone(),
-            temperature: config.effective_temperature(),
-            max_tokens: config.effective_max_tokens(),
-            stream: stream && config.stream.unwrap_or(true),
-            return_direct: manifest.return_direct_tools(),
-            ..AgentOptions::default()
-        };
-        let run_options = RunOptions {
+        let agent = host.agent().await?;
+        tracing::info!(model = %agent.provider().describe(), "connected");
+        let options = RunOptions {
             tools: if self.tools.is_empty() {
                 ToolSelection::All
             } else {
@@ -184,82 +163,130 @@ impl ModelArgs {
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
         };
-        tracing::info!(model = %model.provider.describe(), "connected");
-        Ok(Session {
-            agent: Agent::new(model.provider.clone(), Arc::new(toolbox), options),
-            options: run_options,
-            _model: model,
-        })
+        Ok((agent, options))
     }
 }
 
-/// Prints the answer to stdout as it streams, and tool activity to stderr.
-fn show(event: AgentEvent<'_>) {
-    match event {
-        AgentEvent::Text(text) => {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
+/// Shows a run as it goes: the answer streams to stdout, tool activity to stderr. The first
+/// failure to write stdout (a closed pipe) is kept, and ends the command.
+#[derive(Default)]
+struct Display {
+    streamed: bool,
+    broken: Option<std::io::Error>,
+}
+
+impl Display {
+    fn show(&mut self, event: AgentEvent<'_>) {
+        match event {
+            AgentEvent::Text(text) => {
+                self.streamed = true;
+                if self.broken.is_none()
+                    && let Err(error) = print(text)
+                {
+                    self.broken = Some(error);
+                }
+            }
+            AgentEvent::ToolStarted { call } => eprintln!("→ {} {}", call.name, call.arguments),
+            AgentEvent::ToolFinished { execution } => eprintln!(
+                "← {} {} ({:.1} ms)",
+                execution.name,
+                execution.output,
+                execution.duration.as_secs_f64() * 1000.0
+            ),
         }
-        AgentEvent::ToolStarted { call } => eprintln!("→ {} {}", call.name, call.arguments),
-        AgentEvent::ToolFinished { execution } => eprintln!(
-            "← {} {} ({:.1} ms)",
-            execution.name,
-            execution.output,
-            execution.duration.as_secs_f64() * 1000.0
-        ),
+    }
+
+    /// Ends the answer: prints it when it did not stream, and a newline.
+    fn finish(self, result: &RunResult) -> std::io::Result<()> {
+        if let Some(error) = self.broken {
+            return Err(error);
+        }
+        if self.streamed {
+            println("")
+        } else {
+            println(&result.text)
+        }
+    }
+}
+
+/// A failed run as JSON: the error, and the tool calls made until then.
+fn error_json(error: &AgentError) -> serde_json::Value {
+    let executions = match error {
+        AgentError::RoundLimit { executions, .. } => executions.as_slice(),
+        _ => &[],
+    };
+    json!({
+        "ok": false,
+        "error": { "kind": error.kind(), "message": chain(error) },
+        "executions": executions,
+    })
+}
+
+/// `error` and its causes on one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn print_error(error: AgentError) {
+    let error = anyhow::Error::from(error);
+    eprintln!("error: {error}");
+    for cause in error.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
     }
 }
 
 impl RunArgs {
-    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
-        let session = self.model.session(runtime, !self.json).await?;
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        let (agent, options) = self.model.agent(runtime).await?;
         let mut conversation = Conversation::new();
         conversation.push_user(&self.prompt);
-        let mut streamed = false;
-        let mut events = |event: AgentEvent<'_>| {
-            if self.json {
-                return;
-            }
-            streamed |= matches!(event, AgentEvent::Text(_));
-            show(event);
-        };
-        let result = session
-            .agent
-            .run(&mut conversation, &session.options, &mut events)
+        if self.json {
+            let result = agent.run(&mut conversation, &options, &mut |_| {}).await;
+            return match result {
+                Ok(result) => {
+                    print_json(&json!({ "ok": true, "result": result }))?;
+                    Ok(ExitStatus::Success)
+                }
+                Err(error) => {
+                    print_json(&error_json(&error))?;
+                    print_error(error);
+                    Ok(ExitStatus::Failure)
+                }
+            };
+        }
+        let mut display = Display::default();
+        let result = agent
+            .run(&mut conversation, &options, &mut |event| display.show(event))
             .await;
         match result {
-            Ok(result) if self.json => {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-                Ok(ExitCode::SUCCESS)
-            }
             Ok(result) => {
-                if !streamed {
-                    print!("{}", result.text);
-                }
-                println!();
-                Ok(ExitCode::SUCCESS)
+                display.finish(&result)?;
+                Ok(ExitStatus::Success)
             }
             Err(error) => {
-                let error = anyhow::Error::from(error);
-                eprintln!("error: {error}");
-                for cause in error.chain().skip(1) {
-                    eprintln!("  caused by: {cause}");
-                }
-                Ok(ExitCode::from(1))
+                print_error(error);
+                Ok(ExitStatus::Failure)
             }
         }
     }
 }
 
 impl ChatArgs {
-    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
-        let session = self.model.session(runtime, true).await?;
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        let (agent, options) = self.model.agent(runtime).await?;
         let interactive = std::io::stdin().is_terminal();
         if interactive {
             eprintln!(
                 "chatting with {} and {} tools; /reset forgets, /exit (or Ctrl-D) quits",
-                session.agent.toolbox().components().len(),
-                session.agent.toolbox().names().len()
+                agent.provider().describe(),
+                agent.toolbox().catalog().len()
             );
         }
         let mut conversation = Conversation::new();
@@ -280,28 +307,15 @@ impl ChatArgs {
                 }
                 text => conversation.push_user(text),
             }
-            let mut streamed = false;
-            let mut events = |event: AgentEvent<'_>| {
-                streamed |= matches!(event, AgentEvent::Text(_));
-                show(event);
-            };
-            match session
-                .agent
-                .run(&mut conversation, &session.options, &mut events)
+            let mut display = Display::default();
+            match agent
+                .run(&mut conversation, &options, &mut |event| display.show(event))
                 .await
             {
-                Ok(result) => {
-                    if !streamed {
-                        print!("{}", result.text);
-                    }
-                    println!();
-                }
-                Err(error) => {
-                    let error = anyhow::Error::from(error);
-                    eprintln!("error: {error:#}");
-                }
+                Ok(result) => display.finish(&result)?,
+                Err(error) => print_error(error),
             }
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(ExitStatus::Success)
     }
 }

@@ -2,15 +2,15 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::{Value, json};
 use toolhost::sandbox::format_bytes;
-use toolhost::{LoadedComponent, Manifest, Runtime, Toolbox};
+use toolhost::{Host, LoadedComponent, Runtime};
 
+use super::ExitStatus;
 use super::inspect::load_summary;
-use super::progress::compile_progress;
+use super::output::{print, print_json};
 
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
@@ -24,29 +24,21 @@ pub struct ToolsArgs {
 }
 
 impl ToolsArgs {
-    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitCode> {
-        let manifest = Manifest::load(&self.manifest)?;
-        let toolbox = Toolbox::load(
-            runtime,
-            manifest.component_configs(),
-            Some(compile_progress()),
-        )
-        .await?;
+    pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        let host = Host::builder()
+            .runtime(runtime.clone())
+            .manifest(&self.manifest)
+            .build()
+            .await?;
+        let toolbox = host.toolbox();
         if self.json {
-            let components: Vec<Value> = toolbox.components().iter().map(|c| to_json(c)).collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json!({ "components": components }))?
-            );
+            let components: Vec<Value> = toolbox.components().map(|c| to_json(c)).collect();
+            print_json(&json!({ "components": components }))?;
         } else {
-            for (i, component) in toolbox.components().iter().enumerate() {
-                if i > 0 {
-                    println!();
-                }
-                print!("{}", to_text(component));
-            }
+            let text: Vec<String> = toolbox.components().map(|c| to_text(c)).collect();
+            print(&text.join("\n"))?;
         }
-        Ok(ExitCode::SUCCESS)
+        Ok(ExitStatus::Success)
     }
 }
 
@@ -68,6 +60,7 @@ fn to_json(component: &LoadedComponent) -> Value {
     json!({
         "name": component.name(),
         "path": component.path(),
+        "sha256": component.sha256(),
         "compile": component.compile_source(),
         "tools": component.tools().collect::<Vec<_>>(),
         "grants": grants,

@@ -1,4 +1,5 @@
-//! Which model to talk to: the manifest's `[model]` section, or `--model provider:name`.
+//! Which model to talk to, and how to reach it: the manifest's `[model]` section (its
+//! connection keys), or `--model provider:name`.
 //!
 //! ```toml
 //! [model]
@@ -6,15 +7,16 @@
 //! name = "gpt-4o-mini"
 //! base_url = "https://api.openai.com/v1" # any OpenAI-compatible server
 //! api_key_env = "OPENAI_API_KEY"         # the variable that holds the key
-//! temperature = 0
-//! max_rounds = 10
 //! ```
+//!
+//! How the loop runs (temperature, max_rounds, system prompt, ...) is
+//! [`AgentConfig`](crate::agent::AgentConfig)'s, though the manifest writes it in `[model]` too.
 
 use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::local::{LocalServer, LocalServerConfig};
+use super::local::{LocalModel, LocalServer, LocalServerConfig};
 use super::{AnthropicProvider, HttpOptions, OpenAiProvider, Provider, ProviderError};
 use crate::sandbox::HumanDuration;
 
@@ -57,10 +59,9 @@ pub enum LocalFormat {
     Anthropic,
 }
 
-/// The `[model]` section of a manifest. Everything is optional: with nothing set, the host
-/// uses the local model.
+/// Which model, and how to reach it: the connection keys of a manifest's `[model]` section.
+/// Everything is optional: with nothing set, the host uses the local model.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// local, openai or anthropic.
     pub provider: Option<ProviderKind>,
@@ -73,16 +74,6 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
     /// The API key itself. Prefer `api_key_env`: a manifest is easily shared.
     pub api_key: Option<String>,
-    /// Sampling temperature. The local model defaults to 0 (its server's default is 0.8).
-    pub temperature: Option<f32>,
-    /// The most tokens per model turn.
-    pub max_tokens: Option<u32>,
-    /// The most model turns per run (default 10).
-    pub max_rounds: Option<usize>,
-    /// A system prompt.
-    pub system: Option<String>,
-    /// Whether to stream answers (default true).
-    pub stream: Option<bool>,
     /// How long one model request may take (default 300s).
     pub timeout: Option<HumanDuration>,
     /// Retries after 429, 5xx and failed connections (default 3).
@@ -113,11 +104,6 @@ impl ModelConfig {
             base_url,
             api_key_env,
             api_key,
-            temperature,
-            max_tokens,
-            max_rounds,
-            system,
-            stream,
             timeout,
             max_retries,
             format
@@ -125,24 +111,18 @@ impl ModelConfig {
         self
     }
 
+    /// `self` (a manifest's) overridden by `over` (a command line's): every value `over` sets
+    /// wins, and when `over` names another provider than `self`, none of `self`'s settings
+    /// apply (another provider's URL, key and model name would be wrong).
+    pub fn overridden_by(self, over: ModelConfig) -> ModelConfig {
+        let switched = over.provider.is_some() && over.kind() != self.kind();
+        let base = if switched { ModelConfig::default() } else { self };
+        base.merged(over)
+    }
+
     /// The kind of provider (local unless set).
     pub fn kind(&self) -> ProviderKind {
         self.provider.unwrap_or_default()
-    }
-
-    /// The temperature to send: as set, else 0 for the local model (it calls tools reliably
-    /// only at 0), else the server's default.
-    pub fn effective_temperature(&self) -> Option<f32> {
-        self.temperature
-            .or((self.kind() == ProviderKind::Local).then_some(0.0))
-    }
-
-    /// The token limit to send: as set, else 1024 for the local model (llama-server would
-    /// otherwise generate to the end of its context when the model rambles), else the
-    /// server's default.
-    pub fn effective_max_tokens(&self) -> Option<u32> {
-        self.max_tokens
-            .or((self.kind() == ProviderKind::Local).then_some(1024))
     }
 
     fn http_options(&self) -> HttpOptions {
@@ -183,8 +163,9 @@ impl ModelConfig {
     }
 
     /// Connects to the model: builds the provider, and starts the local server first when
-    /// the provider is `local`.
-    pub async fn connect(&self) -> Result<ConnectedModel, ProviderError> {
+    /// the provider is `local` (the returned provider owns it: the server stops when the last
+    /// clone of the provider is dropped).
+    pub async fn connect(&self) -> Result<Arc<dyn Provider>, ProviderError> {
         let options = self.http_options();
         match self.kind() {
             ProviderKind::OpenAi => {
@@ -195,8 +176,7 @@ impl ModelConfig {
                 let official = base.contains("api.openai.com");
                 let key = self.api_key("OpenAI", "OPENAI_API_KEY", official)?;
                 let name = self.name.as_deref().unwrap_or("gpt-4o-mini");
-                let provider = OpenAiProvider::new(base, name, key, options)?;
-                Ok(ConnectedModel::remote(Arc::new(provider)))
+                Ok(Arc::new(OpenAiProvider::new(base, name, key, options)?))
             }
             ProviderKind::Anthropic => {
                 let base = self
@@ -206,8 +186,7 @@ impl ModelConfig {
                 let official = base.contains("api.anthropic.com");
                 let key = self.api_key("Anthropic", "ANTHROPIC_API_KEY", official)?;
                 let name = self.name.as_deref().unwrap_or("claude-sonnet-4-5");
-                let provider = AnthropicProvider::new(base, name, key, options)?;
-                Ok(ConnectedModel::remote(Arc::new(provider)))
+                Ok(Arc::new(AnthropicProvider::new(base, name, key, options)?))
             }
             ProviderKind::Local => {
                 let server = LocalServer::start(&LocalServerConfig::default()).await?;
@@ -226,30 +205,8 @@ impl ModelConfig {
                         options,
                     )?),
                 };
-                Ok(ConnectedModel {
-                    provider,
-                    server: Some(server),
-                })
+                Ok(Arc::new(LocalModel::new(server, provider)))
             }
-        }
-    }
-}
-
-/// A provider ready to use, with the local server it talks to when there is one (the server
-/// stops when this is dropped).
-#[derive(Debug)]
-pub struct ConnectedModel {
-    /// The provider.
-    pub provider: Arc<dyn Provider>,
-    /// The local server, if the provider is local.
-    pub server: Option<LocalServer>,
-}
-
-impl ConnectedModel {
-    fn remote(provider: Arc<dyn Provider>) -> Self {
-        Self {
-            provider,
-            server: None,
         }
     }
 }
@@ -269,6 +226,36 @@ mod tests {
             Ok((ProviderKind::Local, None))
         );
         assert!(ModelConfig::parse_model_flag("gemini:pro").is_err());
+    }
+
+    #[test]
+    fn a_command_line_provider_replaces_the_manifests_connection() {
+        let manifest = ModelConfig {
+            provider: Some(ProviderKind::OpenAi),
+            name: Some("qwen3".into()),
+            base_url: Some("http://127.0.0.1:11434/v1".into()),
+            ..ModelConfig::default()
+        };
+        let same = manifest.clone().overridden_by(ModelConfig {
+            name: Some("llama3".into()),
+            ..ModelConfig::default()
+        });
+        assert_eq!(same.name.as_deref(), Some("llama3"));
+        assert_eq!(same.base_url, manifest.base_url, "the same provider keeps its URL");
+
+        let switched = manifest.clone().overridden_by(ModelConfig {
+            provider: Some(ProviderKind::Anthropic),
+            ..ModelConfig::default()
+        });
+        assert_eq!(switched.kind(), ProviderKind::Anthropic);
+        assert_eq!(switched.base_url, None, "another provider's URL does not apply");
+        assert_eq!(switched.name, None);
+
+        let local = manifest.overridden_by(ModelConfig {
+            provider: Some(ProviderKind::Local),
+            ..ModelConfig::default()
+        });
+        assert_eq!(local, ModelConfig { provider: Some(ProviderKind::Local), ..ModelConfig::default() });
     }
 
     #[tokio::test]

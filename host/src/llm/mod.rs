@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use anthropic::{Anthropic, AnthropicProvider};
-pub use config::{ConnectedModel, LocalFormat, ModelConfig, ProviderKind};
+pub use config::{LocalFormat, ModelConfig, ProviderKind};
 pub use error::ProviderError;
 pub use http::HttpOptions;
 pub use openai::{OpenAi, OpenAiProvider};

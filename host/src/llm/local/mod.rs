@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::ProviderError;
+use futures::future::BoxFuture;
+
+use super::{ChatRequest, ChatResponse, Provider, ProviderError};
 
 /// The chat template that teaches the base model to call tools (Hermes style, which
 /// llama-server's tool-call parser reads).
@@ -193,6 +195,40 @@ impl LocalServer {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+/// The local model as a [`Provider`]: the provider that talks to a [`LocalServer`], and the
+/// server itself, which stops when this is dropped (with the last clone of the `Arc` the
+/// agent holds).
+pub struct LocalModel {
+    server: LocalServer,
+    provider: Arc<dyn Provider>,
+}
+
+impl LocalModel {
+    /// `provider`, talking to `server`.
+    pub fn new(server: LocalServer, provider: Arc<dyn Provider>) -> Self {
+        Self { server, provider }
+    }
+
+    /// The server.
+    pub fn server(&self) -> &LocalServer {
+        &self.server
+    }
+}
+
+impl Provider for LocalModel {
+    fn describe(&self) -> String {
+        format!("the local model ({})", self.provider.describe())
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        on_text: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        self.provider.chat(request, on_text)
     }
 }
 

@@ -1,0 +1,98 @@
+//! How the loop runs, as a manifest or a command line says it: every setting optional, over
+//! the defaults, and resolved into [`AgentOptions`] for the model at hand.
+
+use serde::Deserialize;
+
+use super::AgentOptions;
+use crate::llm::ProviderKind;
+
+/// The loop's settings as written in a manifest's `[model]` section or given on a command
+/// line. Each falls back to the level below: a command line's over a manifest's over the
+/// defaults of [`AgentOptions`] (and the local model's own defaults).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct AgentConfig {
+    /// Sampling temperature. The local model defaults to 0 (its server's default is 0.8, and
+    /// it calls tools reliably only at 0); other models to their server's default.
+    pub temperature: Option<f32>,
+    /// The most tokens per model turn. The local model defaults to 1024 (its server would
+    /// otherwise generate to the end of its context when the model rambles).
+    pub max_tokens: Option<u32>,
+    /// The most model turns per run (default 10).
+    pub max_rounds: Option<usize>,
+    /// A system prompt, put ahead of the conversation.
+    pub system: Option<String>,
+    /// Whether to stream answers (default true).
+    pub stream: Option<bool>,
+}
+
+/// The local model's temperature when none is set.
+const LOCAL_TEMPERATURE: f32 = 0.0;
+/// The local model's token limit per turn when none is set.
+const LOCAL_MAX_TOKENS: u32 = 1024;
+
+impl AgentConfig {
+    /// `self` with every setting `over` sets replacing its own.
+    pub fn merged(mut self, over: AgentConfig) -> AgentConfig {
+        macro_rules! take {
+            ($($field:ident),*) => { $( if over.$field.is_some() { self.$field = over.$field; } )* };
+        }
+        take!(temperature, max_tokens, max_rounds, system, stream);
+        self
+    }
+
+    /// The options of a loop against a model of kind `provider`.
+    pub fn options(&self, provider: ProviderKind) -> AgentOptions {
+        let local = provider == ProviderKind::Local;
+        let defaults = AgentOptions::default();
+        AgentOptions {
+            max_rounds: self.max_rounds.unwrap_or(defaults.max_rounds),
+            system: self.system.clone(),
+            temperature: self
+                .temperature
+                .or(local.then_some(LOCAL_TEMPERATURE)),
+            max_tokens: self.max_tokens.or(local.then_some(LOCAL_MAX_TOKENS)),
+            stream: self.stream.unwrap_or(defaults.stream),
+            ..defaults
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_model_gets_its_own_defaults_unless_set() {
+        let local = AgentConfig::default().options(ProviderKind::Local);
+        assert_eq!(local.temperature, Some(0.0));
+        assert_eq!(local.max_tokens, Some(1024));
+        let remote = AgentConfig::default().options(ProviderKind::OpenAi);
+        assert_eq!(remote.temperature, None, "the server's default");
+        assert_eq!(remote.max_tokens, None);
+        let set = AgentConfig {
+            temperature: Some(0.7),
+            max_tokens: Some(50),
+            ..AgentConfig::default()
+        }
+        .options(ProviderKind::Local);
+        assert_eq!((set.temperature, set.max_tokens), (Some(0.7), Some(50)));
+    }
+
+    #[test]
+    fn a_command_line_overrides_only_what_it_sets() {
+        let manifest = AgentConfig {
+            max_rounds: Some(4),
+            system: Some("Be brief.".into()),
+            stream: Some(false),
+            ..AgentConfig::default()
+        };
+        let flags = AgentConfig {
+            max_rounds: Some(2),
+            ..AgentConfig::default()
+        };
+        let options = manifest.merged(flags).options(ProviderKind::OpenAi);
+        assert_eq!(options.max_rounds, 2);
+        assert_eq!(options.system.as_deref(), Some("Be brief."));
+        assert!(!options.stream);
+    }
+}

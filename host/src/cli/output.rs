@@ -1,0 +1,34 @@
+//! Writing to stdout, where a closed pipe is an error the command returns (and `main` turns
+//! into a quiet exit), never a panic.
+
+use std::io::{self, Write as _};
+
+/// Writes `text` to stdout and flushes it.
+pub fn print(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
+}
+
+/// Writes `text` and a newline to stdout.
+pub fn println(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()
+}
+
+/// Writes `value` as pretty JSON to stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println(&serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}
+
+/// Whether `error` is (or was caused by) writing to a pipe whose reader is gone.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}

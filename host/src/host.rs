@@ -1,0 +1,287 @@
+//! [`Host`]: the library's entry point. It turns a manifest (or a builder's settings) into
+//! loaded tools, a model to talk to, and a loop with the manifest's settings applied: what
+//! the `host` command does between its arguments and its output, for any application.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::OnceCell;
+
+use crate::agent::{Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult};
+use crate::llm::{ModelConfig, Provider, ProviderError};
+use crate::manifest::{Manifest, ManifestError, ToolOptions};
+use crate::sandbox::LimitsConfig;
+use crate::source::{SourceOptions, ToolSource};
+use crate::{
+    CallContext, CallError, ComponentConfig, LoadError, Runtime, RuntimeConfig, ToolOutput, ToolSpec,
+    Toolbox,
+};
+
+/// Loaded tools, the model they are offered to, and how the loop runs.
+///
+/// ```no_run
+/// # async fn example() -> anyhow::Result<()> {
+/// let host = toolhost::Host::load("example-tools/toolhost.toml").await?;
+/// let output = host
+///     .call("square_root", r#"{"x": 475695037565}"#, &Default::default())
+///     .await?;
+/// assert_eq!(output.text, "689706.4865324959");
+/// let answer = host.run("What is the square root of 475695037565?").await?;
+/// println!("{}", answer.text);
+/// # Ok(()) }
+/// ```
+///
+/// The model is connected at the first [`agent`](Self::agent) or [`run`](Self::run) (for the
+/// local model, that starts its server), and stays connected as long as the host or an agent
+/// it gave lives.
+pub struct Host {
+    toolbox: Arc<Toolbox>,
+    model: ModelConfig,
+    agent: AgentOptions,
+    tools: BTreeMap<String, ToolOptions>,
+    provider: OnceCell<Arc<dyn Provider>>,
+}
+
+/// Why a [`Host`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The manifest could not be read.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A tool source could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// The model could not be connected (when asked to connect while loading).
+    #[error("cannot connect to the model")]
+    Model(#[source] ProviderError),
+    /// The WebAssembly runtime could not be set up.
+    #[error("cannot set up the WebAssembly runtime")]
+    Runtime(#[source] anyhow::Error),
+    /// The settings contradict each other or name something that is not there.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Sets up a [`Host`]: from a manifest, from components and sources given here, or both, with
+/// overrides over the manifest's settings (what a command line's flags do).
+#[derive(Default)]
+#[must_use]
+pub struct HostBuilder {
+    manifest: Option<PathBuf>,
+    runtime: Option<Runtime>,
+    runtime_config: Option<RuntimeConfig>,
+    components: Vec<ComponentConfig>,
+    sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
+    limits: LimitsConfig,
+    model: ModelConfig,
+    agent: AgentConfig,
+    connect: bool,
+}
+
+impl HostBuilder {
+    /// Reads the manifest at `path`: its components, model, loop settings and tool options.
+    pub fn manifest(mut self, path: impl Into<PathBuf>) -> Self {
+        self.manifest = Some(path.into());
+        self
+    }
+
+    /// Runs components on `runtime` (shared with other hosts) instead of a new one.
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = Some(runtime);
+        self
+    }
+
+    /// Sets up the host's own runtime this way (the default: [`RuntimeConfig::default`]).
+    pub fn runtime_config(mut self, config: RuntimeConfig) -> Self {
+        self.runtime_config = Some(config);
+        self
+    }
+
+    /// Adds a component, besides the manifest's.
+    pub fn component(mut self, config: ComponentConfig) -> Self {
+        self.components.push(config);
+        self
+    }
+
+    /// Adds a source of tools, besides the manifest's.
+    pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
+        self.sources.push((source, options));
+        self
+    }
+
+    /// Limits over every component's own (a command line's `--memory`, say).
+    pub fn limits(mut self, limits: LimitsConfig) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The model, over the manifest's `[model]`: what this sets wins, and naming another
+    /// provider drops the manifest's URL, key and model name (see
+    /// [`ModelConfig::overridden_by`]).
+    pub fn model(mut self, model: ModelConfig) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Loop settings, over the manifest's.
+    pub fn agent(mut self, agent: AgentConfig) -> Self {
+        self.agent = agent;
+        self
+    }
+
+    /// Connects the model while the tools load (for the local model: starts its server), so
+    /// that a caller who will run the loop anyway does not wait for one and then the other.
+    pub fn connect_model(mut self, connect: bool) -> Self {
+        self.connect = connect;
+        self
+    }
+
+    /// Reads the manifest, loads every tool source, and (when asked) connects the model.
+    pub async fn build(self) -> Result<Host, HostError> {
+        let manifest = match &self.manifest {
+            Some(path) => Manifest::load(path)?,
+            None => Manifest::default(),
+        };
+        let runtime = match self.runtime {
+            Some(runtime) => runtime,
+            None => Runtime::new(self.runtime_config.unwrap_or_default())
+                .map_err(HostError::Runtime)?,
+        };
+        let model = manifest.model.clone().overridden_by(self.model);
+        let agent_config = manifest.agent.clone().merged(self.agent);
+        let mut options = agent_config.options(model.kind());
+        options.return_direct = manifest.return_direct_tools();
+
+        let configs = manifest
+            .component_configs()
+            .into_iter()
+            .chain(self.components)
+            .map(|mut config| {
+                config.limits = self.limits.apply(config.limits);
+                config
+            });
+        let mut builder = Toolbox::builder(&runtime).components(configs);
+        for (source, source_options) in self.sources {
+            builder = builder.source(source, source_options);
+        }
+        let provider = OnceCell::new();
+        let toolbox = if self.connect {
+            let (toolbox, connected) = tokio::join!(builder.build(), model.connect());
+            let toolbox = toolbox?;
+            let _ = provider.set(connected.map_err(HostError::Model)?);
+            toolbox
+        } else {
+            builder.build().await?
+        };
+        check_tool_options(&toolbox, &manifest.tools)?;
+        Ok(Host {
+            toolbox: Arc::new(toolbox),
+            model,
+            agent: options,
+            tools: manifest.tools,
+            provider,
+        })
+    }
+}
+
+/// Every `[tools.NAME]` of the manifest must name a loaded tool, unless its source was left
+/// out (then it is only a warning).
+fn check_tool_options(
+    toolbox: &Toolbox,
+    tools: &BTreeMap<String, ToolOptions>,
+) -> Result<(), HostError> {
+    let catalog = toolbox.catalog();
+    let unknown: BTreeSet<&String> = tools.keys().filter(|name| catalog.get(name).is_none()).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = unknown.iter().map(|name| name.as_str()).collect();
+    if !toolbox.skipped().is_empty() {
+        tracing::warn!(
+            "the manifest has options for {} but no loaded tool has that name (a source was left out)",
+            names.join(", ")
+        );
+        return Ok(());
+    }
+    Err(HostError::Config(format!(
+        "the manifest has options for [tools.{}], but no loaded tool has that name; the tools \
+         are: {}",
+        names.join("], [tools."),
+        catalog.names().join(", ")
+    )))
+}
+
+impl Host {
+    /// Starts setting up a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// A host of the manifest at `path`, with its settings as they are.
+    pub async fn load(path: impl Into<PathBuf>) -> Result<Self, HostError> {
+        Self::builder().manifest(path).build().await
+    }
+
+    /// The tools.
+    pub fn toolbox(&self) -> &Arc<Toolbox> {
+        &self.toolbox
+    }
+
+    /// Every tool's spec, in source order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.toolbox.specs()
+    }
+
+    /// The manifest's options for tool `name`, if it has any.
+    pub fn tool_options(&self, name: &str) -> Option<&ToolOptions> {
+        self.tools.get(name)
+    }
+
+    /// Calls tool `name` with `arguments` (a JSON object as text), in its sandbox when it is a
+    /// component's. See [`Toolbox::call`].
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: &str,
+        context: &CallContext,
+    ) -> Result<ToolOutput, CallError> {
+        self.toolbox.call(name, arguments, context).await
+    }
+
+    /// The model settings in force (the manifest's, overridden by the builder's).
+    pub fn model_config(&self) -> &ModelConfig {
+        &self.model
+    }
+
+    /// The loop settings in force.
+    pub fn agent_options(&self) -> &AgentOptions {
+        &self.agent
+    }
+
+    /// An agent: the model (connected now if it is not yet), every tool, and the loop
+    /// settings in force.
+    pub async fn agent(&self) -> Result<Agent, ProviderError> {
+        let provider = self
+            .provider
+            .get_or_try_init(|| self.model.connect())
+            .await?
+            .clone();
+        Ok(Agent::new(
+            provider,
+            self.toolbox.clone(),
+            self.agent.clone(),
+        ))
+    }
+
+    /// Asks the model `question`, running the tools it calls, until it answers.
+    pub async fn run(&self, question: &str) -> Result<RunResult, AgentError> {
+        let agent = self.agent().await?;
+        let mut conversation = Conversation::new();
+        conversation.push_user(question);
+        agent
+            .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+            .await
+    }
+}

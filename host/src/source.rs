@@ -1,0 +1,124 @@
+//! Where tools come from. A [`ToolSource`] offers tools and runs them; the
+//! [`Toolbox`](crate::Toolbox) puts the tools of every source under one set of unique names,
+//! checks arguments against the schemas, and routes each call to its source.
+//!
+//! Sandboxed WebAssembly components are the main kind of source
+//! ([`LoadedComponent`](crate::LoadedComponent)); an embedding application can add its own.
+//! Only components are sandboxed: every other source runs with the authority of whatever runs
+//! it, which [`Origin::is_sandboxed`] says.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::PathBuf;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::sandbox::Grants;
+use crate::{CallContext, CallError, ToolOutput, ToolSpec};
+
+/// A source of tools.
+pub trait ToolSource: Send + Sync {
+    /// What the source is, for messages, `host tools` and audit records.
+    fn origin(&self) -> &Origin;
+
+    /// The tools it offers, under its own names.
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Runs its tool `tool` with `arguments`, a JSON object as text that the toolbox has
+    /// checked against the tool's input schema.
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a str,
+        context: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
+
+    /// What the source's tools are granted, for a sandboxed source.
+    fn grants(&self) -> Option<&Grants> {
+        None
+    }
+
+    /// A number that changes whenever the source's list of tools changes (an MCP server's
+    /// `tools/list_changed`), so the toolbox knows to list them again. Constant by default.
+    fn generation(&self) -> u64 {
+        0
+    }
+}
+
+/// Where a tool comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Origin {
+    /// A WebAssembly component, run sandboxed.
+    Component {
+        /// Its name (the manifest key, or the file stem).
+        name: String,
+        /// The component file.
+        path: PathBuf,
+        /// The SHA-256 of the file, hex.
+        sha256: String,
+    },
+    /// An MCP server. Not sandboxed: it runs with its own authority.
+    Mcp {
+        /// Its name in the manifest.
+        name: String,
+        /// The command it runs as, or its URL.
+        endpoint: String,
+    },
+    /// Functions of the embedding application, run in its process. Not sandboxed.
+    Native {
+        /// The name the application gave them.
+        name: String,
+    },
+}
+
+impl Origin {
+    /// The source's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Component { name, .. } | Self::Mcp { name, .. } | Self::Native { name } => name,
+        }
+    }
+
+    /// Whether its tools run in the sandbox (only components' do).
+    pub fn is_sandboxed(&self) -> bool {
+        matches!(self, Self::Component { .. })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Component { name, path, .. } => {
+                write!(f, "component `{name}` ({})", path.display())
+            }
+            Self::Mcp { name, .. } => write!(f, "MCP server `{name}`"),
+            Self::Native { name } => write!(f, "native tools `{name}`"),
+        }
+    }
+}
+
+/// Which of a source's tools a toolbox offers, and under which names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceOptions {
+    /// Put ahead of every tool's name (`"time_"` turns `get_current_time` into
+    /// `time_get_current_time`), to keep names unique across sources.
+    #[serde(default)]
+    pub prefix: String,
+    /// Offer only these tools (by the source's names); every tool when absent.
+    #[serde(default, rename = "tools")]
+    pub include: Option<BTreeSet<String>>,
+    /// Never offer these tools (by the source's names).
+    #[serde(default)]
+    pub exclude: BTreeSet<String>,
+}
+
+impl SourceOptions {
+    /// Whether the source's tool `name` is offered.
+    pub(crate) fn offers(&self, name: &str) -> bool {
+        self.include.as_ref().is_none_or(|names| names.contains(name))
+            && !self.exclude.contains(name)
+    }
+}
