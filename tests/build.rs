@@ -3,7 +3,10 @@
 //! built for wasm32-wasip2 in release mode into `<target>/guests`, the same directory
 //! `just tools` uses, so neither builds them twice.
 //!
-//! Emits `components.rs` in `OUT_DIR`: one `&str` constant per component with its path.
+//! Emits `components.rs` in `OUT_DIR`: one `&str` constant per component with its path, and
+//! `BUILD_ERROR`: why the guests could not be built, if they could not (a missing toolchain,
+//! say). The build itself never fails for that: the tests that need a guest fail instead,
+//! with that message and the command that fixes it (as wasmtime's test-programs do).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,6 +29,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", path.display());
     }
     let mut constants = String::new();
+    let mut errors: Vec<String> = Vec::new();
     for workspace in &workspaces {
         for file in ["Cargo.toml", "Cargo.lock"] {
             println!("cargo:rerun-if-changed={}", workspace.join(file).display());
@@ -41,7 +45,9 @@ fn main() {
                 workspace.join(krate).join("Cargo.toml").display()
             );
         }
-        build(workspace, &target_dir);
+        if let Err(error) = build(workspace, &target_dir) {
+            errors.push(error);
+        }
         for krate in &crates {
             let file = target_dir
                 .join("wasm32-wasip2/release")
@@ -54,11 +60,12 @@ fn main() {
                     .join("wasm32-wasip2/release")
                     .join(format!("{krate}.wasm"))
             };
-            assert!(
-                file.exists(),
-                "the build of {krate} produced no {}",
-                file.display()
-            );
+            if errors.is_empty() && !file.exists() {
+                errors.push(format!(
+                    "the build of {krate} produced no {}",
+                    file.display()
+                ));
+            }
             let name = krate.replace('-', "_").to_uppercase();
             constants.push_str(&format!(
                 "/// The `{krate}` component, built from `{}`.\npub const {name}: &str = {:?};\n",
@@ -67,6 +74,17 @@ fn main() {
             ));
         }
     }
+    let error = if errors.is_empty() {
+        "None".to_owned()
+    } else {
+        for error in &errors {
+            println!("cargo:warning={}", error.lines().next().unwrap_or_default());
+        }
+        format!("Some({:?})", errors.join("\n"))
+    };
+    constants.push_str(&format!(
+        "/// Why the guests could not be built, when they could not.\npub const BUILD_ERROR: Option<&str> = {error};\n"
+    ));
     std::fs::write(out_dir.join("components.rs"), constants).expect("OUT_DIR is writable");
 }
 
@@ -82,7 +100,8 @@ fn rust_crates(workspace: &Path) -> Vec<String> {
     crates
 }
 
-fn build(workspace: &Path, target_dir: &Path) {
+/// Builds the guests of `workspace`, or says why it could not and what to do.
+fn build(workspace: &Path, target_dir: &Path) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
@@ -100,20 +119,21 @@ fn build(workspace: &Path, target_dir: &Path) {
     }
     let output = command
         .output()
-        .unwrap_or_else(|e| panic!("cannot run cargo to build {}: {e}", workspace.display()));
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let hint =
-            if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed") {
-                "\nhint: run `rustup target add wasm32-wasip2` (or `just setup`)"
-            } else {
-                ""
-            };
-        panic!(
-            "building the guests in {} failed:\n{stderr}{hint}",
-            workspace.display()
-        );
+        .map_err(|e| format!("cannot run cargo to build {}: {e}", workspace.display()))?;
+    if output.status.success() {
+        return Ok(());
     }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let hint = if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed")
+    {
+        "run `rustup target add wasm32-wasip2` (or `just setup`)"
+    } else {
+        "fix the error above, or run `just setup`"
+    };
+    Err(format!(
+        "building the test guests in {} failed; {hint}:\n{stderr}",
+        workspace.display()
+    ))
 }
 
 /// The target directory of the outer build: the ancestor of `OUT_DIR` that cargo marked with

@@ -67,6 +67,12 @@ fn invalid_arguments(
 
 /// Runs every check on `subject` and returns what is wrong with it.
 async fn check(subject: &Subject) -> Vec<String> {
+    if !subject.wasm.exists() {
+        return vec![format!(
+            "{} is not built; run `just tools` (or `just test`, which builds it)",
+            subject.wasm.display()
+        )];
+    }
     let mut problems = Vec::new();
     let cases_file = subject.dir.join("conformance.toml");
     let cases: Cases = match std::fs::read_to_string(&cases_file) {

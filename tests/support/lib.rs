@@ -4,6 +4,7 @@
 pub mod conformance;
 pub mod model;
 pub mod server;
+pub mod snapshot;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -16,9 +17,19 @@ pub mod components {
     include!(concat!(env!("OUT_DIR"), "/components.rs"));
 }
 
+/// Fails the test, saying what to run, when the guests could not be built (a missing
+/// `wasm32-wasip2` target, say): `cargo test` still builds, and only the tests that need a
+/// guest fail.
+pub fn require_guests() {
+    if let Some(error) = components::BUILD_ERROR {
+        panic!("this test needs the test guests, which could not be built: {error}");
+    }
+}
+
 /// A runtime shared by the tests of one binary, with a compile cache of its own under the
 /// target directory (so repeated test runs do not recompile).
 pub fn runtime() -> Runtime {
+    require_guests();
     static RUNTIME: OnceLock<Runtime> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
@@ -61,6 +72,7 @@ pub fn repo_root() -> PathBuf {
 /// The `host` binary of the same build profile as the running test. `just test` builds it
 /// first; plain `cargo test` does not build binaries of other packages.
 pub fn host_binary() -> PathBuf {
+    require_guests();
     let exe = std::env::current_exe().expect("the test binary has a path");
     let profile_dir = exe
         .parent()
