@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use toolhost_tests::components::CALCULATOR;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
+use toolhost_tests::snapshot::render;
 use toolhost_tests::{host_binary, target_dir};
 
 /// A manifest with the calculator, in a temporary directory.
@@ -285,4 +286,63 @@ async fn ctrl_c_stops_the_local_model_server() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_output_is_pinned() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("c1", "add", r#"{"a": 2, "b": 40}"#)]),
+            text("It is 42."),
+        ],
+    )
+    .await;
+    let (dir, manifest) = manifest();
+    let mut command = host();
+    command.args([
+        "run",
+        "-m",
+        &manifest,
+        "--model",
+        "openai:scripted",
+        "--base-url",
+        &model.base_url(),
+        "What is 2+40?",
+    ]);
+    let out = output(command).await;
+    insta::assert_snapshot!(render(&out, &[(dir.path(), "[DIR]")]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_prints_a_json_error_with_the_calls_made() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("c1", "add", r#"{"a": 1, "b": 1}"#)]),
+            calls(vec![call("c2", "add", r#"{"a": 2, "b": 2}"#)]),
+        ],
+    )
+    .await;
+    let (dir, manifest) = manifest();
+    let mut command = host();
+    command.args([
+        "run",
+        "-m",
+        &manifest,
+        "--model",
+        "openai:scripted",
+        "--base-url",
+        &model.base_url(),
+        "--max-rounds",
+        "2",
+        "--json",
+        "Count up.",
+    ]);
+    let out = output(command).await;
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "round_limit");
+    assert_eq!(value["executions"].as_array().unwrap().len(), 2);
+    insta::assert_snapshot!(render(&out, &[(dir.path(), "[DIR]")]));
 }

@@ -5,6 +5,8 @@
 
 mod calls;
 mod cli;
+mod entry;
 mod limits;
 mod load;
 mod sandbox;
+mod snapshots;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 use toolhost::sandbox::format_bytes;
-use toolhost::{Host, LoadedComponent, Runtime};
+use toolhost::{Host, LoadedComponent, Runtime, ToolSource as _};
 
 use super::ExitStatus;
 use super::inspect::load_summary;
@@ -31,18 +31,33 @@ impl ToolsArgs {
             .build()
             .await?;
         let toolbox = host.toolbox();
+        let catalog = toolbox.catalog();
+        // The names the model sees (a source's `prefix` and `tools` lists apply).
+        let offered = |component: &LoadedComponent| -> Vec<String> {
+            catalog
+                .iter()
+                .filter(|spec| catalog.origin(&spec.name) == Some(component.origin()))
+                .map(|spec| spec.name.clone())
+                .collect()
+        };
         if self.json {
-            let components: Vec<Value> = toolbox.components().map(|c| to_json(c)).collect();
+            let components: Vec<Value> = toolbox
+                .components()
+                .map(|c| to_json(c, &offered(c)))
+                .collect();
             print_json(&json!({ "components": components }))?;
         } else {
-            let text: Vec<String> = toolbox.components().map(|c| to_text(c)).collect();
+            let text: Vec<String> = toolbox
+                .components()
+                .map(|c| to_text(c, &offered(c)))
+                .collect();
             print(&text.join("\n"))?;
         }
         Ok(ExitStatus::Success)
     }
 }
 
-fn to_json(component: &LoadedComponent) -> Value {
+fn to_json(component: &LoadedComponent, offered: &[String]) -> Value {
     let grants = component.grants();
     let requested: Vec<Value> = component
         .tools()
@@ -63,13 +78,14 @@ fn to_json(component: &LoadedComponent) -> Value {
         "sha256": component.sha256(),
         "compile": component.compile_source(),
         "tools": component.tools().collect::<Vec<_>>(),
+        "offered": offered,
         "grants": grants,
         "requested": requested,
         "limits": component.limits(),
     })
 }
 
-fn to_text(component: &LoadedComponent) -> String {
+fn to_text(component: &LoadedComponent, offered: &[String]) -> String {
     let mut out = String::new();
     let grants = component.grants();
     let _ = writeln!(
@@ -79,8 +95,7 @@ fn to_text(component: &LoadedComponent) -> String {
         component.path().display(),
         load_summary(component)
     );
-    let names: Vec<&str> = component.tools().map(|t| t.name.as_str()).collect();
-    let _ = writeln!(out, "  tools:     {}", names.join(", "));
+    let _ = writeln!(out, "  tools:     {}", offered.join(", "));
 
     let mut granted: Vec<String> = Vec::new();
     granted.extend(grants.dirs.iter().map(|d| {
