@@ -12,23 +12,31 @@ default:
 
 # Install what is missing (wasm target, tool toolchains, llama-server, model), build everything, run the demo.
 setup:
+    #!/usr/bin/env bash
+    set -euo pipefail
     rustup target add wasm32-wasip2
     scripts/setup-toolchains.sh
-    scripts/setup-local-llm.sh
+    # llama-server (C++) builds while the host and the tools do: each leaves the cores idle
+    # at times (linking, downloads), so together they finish sooner than one after the other.
+    scripts/setup-local-llm.sh &
+    llm=$!
     just build tools
+    wait "$llm"
     just demo
 
-# Build the host (`target/debug/host`) and the guest SDK.
+# Build the host (`target/debug/host`), the guest SDK and the examples.
 build:
-    cargo build --workspace
+    cargo build --workspace --bins --examples
 
 # Build every example tool (Rust, Python, JavaScript, C, Go) into example-tools/dist/.
 tools:
     scripts/build-tools.sh
 
 # The demo: the local model answers the square-root question through the calculator tool.
+# (The binary `just build` made: `cargo run -p toolhost` would build wasmtime again, with the
+# features of that one package instead of the workspace's.)
 demo:
-    cargo run -q -p toolhost --bin host -- run --manifest example-tools/toolhost.toml --tools add,multiply,square_root "What is the square root of 475695037565?"
+    "${CARGO_TARGET_DIR:-target}/debug/host" run --manifest example-tools/toolhost.toml --tools add,multiply,square_root "What is the square root of 475695037565?"
 
 # Run every test: unit, integration (real components), conformance, end-to-end with the local model.
 test: build tools

@@ -7,7 +7,9 @@
 mod captured;
 mod cli;
 mod faults;
+mod host;
 mod local;
+mod readme;
 mod rules;
 mod wire;
 
@@ -62,7 +64,13 @@ pub async fn toolbox() -> Arc<Toolbox> {
     }
     .apply(misbehave.limits);
     let configs = vec![ComponentConfig::new(CALCULATOR), misbehave];
-    Arc::new(Toolbox::builder(&runtime()).components(configs).build().await.unwrap())
+    Arc::new(
+        Toolbox::builder(&runtime())
+            .components(configs)
+            .build()
+            .await
+            .unwrap(),
+    )
 }
 
 /// A scripted model of `format` with `turns`, and an agent talking to it.

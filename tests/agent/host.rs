@@ -1,0 +1,86 @@
+//! A `Host` built from a manifest runs the loop with the manifest's settings: what an
+//! embedding application gets without re-creating the `host` command's policy.
+
+use toolhost::Host;
+use toolhost::agent::RunEnd;
+use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
+use toolhost_tests::runtime;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manifests_settings_reach_every_request() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let model = ScriptedModel::start(
+            format,
+            vec![
+                calls(vec![call("c1", "add", r#"{"a": 2, "b": 2}"#)]),
+                text("It is 4."),
+            ],
+        )
+        .await;
+        let provider = match format {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("toolhost.toml");
+        std::fs::write(
+            &manifest,
+            format!(
+                "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \
+                 \"{provider}\"\nbase_url = {:?}\napi_key = \"test-key\"\ntemperature = 0.25\n\
+                 max_tokens = 77\nsystem = \"Be brief.\"\nstream = false\n",
+                model.base_url()
+            ),
+        )
+        .unwrap();
+        let host = Host::builder()
+            .runtime(runtime())
+            .manifest(&manifest)
+            .build()
+            .await
+            .unwrap();
+        let result = host.run("What is 2+2?").await.unwrap();
+        assert_eq!(result.text, "It is 4.");
+        for body in model.bodies() {
+            assert_eq!(body["temperature"], 0.25, "{format:?}: {body}");
+            assert_eq!(body["max_tokens"], 77, "{format:?}: {body}");
+            assert!(body.get("stream").is_none(), "{format:?}: {body}");
+            let system = match format {
+                Format::OpenAi => body["messages"][0]["content"].clone(),
+                Format::Anthropic => body["system"].clone(),
+            };
+            assert_eq!(system, "Be brief.", "{format:?}: {body}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_return_direct_tool_of_the_manifest_ends_the_run() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![calls(vec![call("c1", "square_root", r#"{"x": 16}"#)])],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \"openai\"\n\
+             base_url = {:?}\n\n[tools.square_root]\nreturn_direct = true\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let host = Host::builder()
+        .runtime(runtime())
+        .manifest(&manifest)
+        .build()
+        .await
+        .unwrap();
+    let result = host.run("sqrt 16").await.unwrap();
+    assert_eq!(result.end, RunEnd::ReturnDirect);
+    assert_eq!(result.text, "4.0");
+    assert_eq!(model.bodies().len(), 1, "no second model request");
+}
