@@ -231,7 +231,9 @@ impl CompileCache {
         }
         let bytes = fs::read(path)?;
         let key = content_key(&bytes);
-        if let Err(error) = self.write_atomically(&index, format!("{stamp} {}", key.sha256).as_bytes()) {
+        if let Err(error) =
+            self.write_atomically(&index, format!("{stamp} {}", key.sha256).as_bytes())
+        {
             tracing::debug!(index = %index.display(), "cannot update the cache index: {error}");
         }
         Ok((key, Some(bytes)))
@@ -321,7 +323,10 @@ impl CompileCache {
     /// place, so no reader ever sees a partial file. The file is `0600`.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let dir = path.parent().unwrap_or(&self.dir);
-        fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         let mut file = tempfile::Builder::new()
             .prefix(".tmp-")
             .permissions(fs::Permissions::from_mode(0o600))
@@ -433,7 +438,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let cache = cache(root.path());
         cache.open().unwrap_or_else(|e| panic!("{e}"));
-        let mode = fs::metadata(&cache.dir).map(|m| m.mode() & 0o777).unwrap_or(0);
+        let mode = fs::metadata(&cache.dir)
+            .map(|m| m.mode() & 0o777)
+            .unwrap_or(0);
         assert_eq!(mode, 0o700);
     }
 

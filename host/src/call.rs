@@ -33,7 +33,10 @@ pub struct ToolOutput {
     /// What the tool wrote to stderr.
     pub stderr: CapturedLog,
     /// How long the call took, instantiation included.
-    #[serde(rename = "duration_ms", serialize_with = "crate::report::serialize_millis")]
+    #[serde(
+        rename = "duration_ms",
+        serialize_with = "crate::report::serialize_millis"
+    )]
     pub duration: Duration,
 }
 

@@ -78,7 +78,10 @@ impl std::fmt::Debug for LoadedComponent {
         f.debug_struct("LoadedComponent")
             .field("name", &self.config.name)
             .field("path", &self.config.path)
-            .field("tools", &self.tools.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "tools",
+                &self.tools.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -153,7 +156,8 @@ impl LoadedComponent {
     async fn code(&self) -> Result<&ToolboxPre<StoreState>, LoadError> {
         self.code
             .get_or_try_init(|| async {
-                let (pre, _, _) = compile(&self.runtime, &self.config.path, &self.key, None).await?;
+                let (pre, _, _) =
+                    compile(&self.runtime, &self.config.path, &self.key, None).await?;
                 Ok(pre)
             })
             .await

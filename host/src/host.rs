@@ -8,14 +8,16 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use crate::agent::{Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult};
+use crate::agent::{
+    Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult,
+};
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, ToolOptions};
 use crate::sandbox::LimitsConfig;
 use crate::source::{SourceOptions, ToolSource};
 use crate::{
-    CallContext, CallError, ComponentConfig, LoadError, Runtime, RuntimeConfig, ToolOutput, ToolSpec,
-    Toolbox,
+    CallContext, CallError, ComponentConfig, LoadError, Runtime, RuntimeConfig, ToolOutput,
+    ToolSpec, Toolbox,
 };
 
 /// Loaded tools, the model they are offered to, and how the loop runs.
@@ -146,8 +148,9 @@ impl HostBuilder {
         };
         let runtime = match self.runtime {
             Some(runtime) => runtime,
-            None => Runtime::new(self.runtime_config.unwrap_or_default())
-                .map_err(HostError::Runtime)?,
+            None => {
+                Runtime::new(self.runtime_config.unwrap_or_default()).map_err(HostError::Runtime)?
+            }
         };
         let model = manifest.model.clone().overridden_by(self.model);
         let agent_config = manifest.agent.clone().merged(self.agent);
@@ -193,7 +196,10 @@ fn check_tool_options(
     tools: &BTreeMap<String, ToolOptions>,
 ) -> Result<(), HostError> {
     let catalog = toolbox.catalog();
-    let unknown: BTreeSet<&String> = tools.keys().filter(|name| catalog.get(name).is_none()).collect();
+    let unknown: BTreeSet<&String> = tools
+        .keys()
+        .filter(|name| catalog.get(name).is_none())
+        .collect();
     if unknown.is_empty() {
         return Ok(());
     }

@@ -388,7 +388,10 @@ mod tests {
     #[test]
     fn unknown_keys_are_errors_that_name_the_key() {
         for (text, key) in [
-            ("[components.a]\npath = \"a.wasm\"\ngrants.htp = [\"x\"]\n", "htp"),
+            (
+                "[components.a]\npath = \"a.wasm\"\ngrants.htp = [\"x\"]\n",
+                "htp",
+            ),
             ("[model]\ntemprature = 0\n", "temprature"),
             ("[tools.add]\nreturn_directly = true\n", "return_directly"),
         ] {
@@ -407,7 +410,10 @@ mod tests {
         assert!(text.contains("without scheme"), "{text}");
         let error = parse("[model]\nmax_rounds = \"ten\"\n").unwrap_err();
         let text = format!("{:#}", anyhow::Error::from(error));
-        assert!(text.contains("max_rounds") || text.contains("invalid type"), "{text}");
+        assert!(
+            text.contains("max_rounds") || text.contains("invalid type"),
+            "{text}"
+        );
     }
 
     #[test]

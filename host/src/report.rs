@@ -15,12 +15,17 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// Serializes a duration as milliseconds, a float: the one duration unit of every JSON output.
-pub(crate) fn serialize_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_millis<S: serde::Serializer>(
+    d: &Duration,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
 /// Reads a duration written by [`serialize_millis`].
-pub(crate) fn deserialize_millis<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(crate) fn deserialize_millis<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Duration, D::Error> {
     let millis = <f64 as serde::Deserialize>::deserialize(d)?;
     Duration::try_from_secs_f64(millis / 1000.0).map_err(serde::de::Error::custom)
 }

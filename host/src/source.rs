@@ -118,7 +118,9 @@ pub struct SourceOptions {
 impl SourceOptions {
     /// Whether the source's tool `name` is offered.
     pub(crate) fn offers(&self, name: &str) -> bool {
-        self.include.as_ref().is_none_or(|names| names.contains(name))
+        self.include
+            .as_ref()
+            .is_none_or(|names| names.contains(name))
             && !self.exclude.contains(name)
     }
 }

@@ -162,7 +162,9 @@ impl Catalog {
             let origin = slot.source.origin();
             let tools = slot.source.tools();
             if let Some(include) = &slot.options.include
-                && let Some(missing) = include.iter().find(|name| !tools.iter().any(|t| &t.name == *name))
+                && let Some(missing) = include
+                    .iter()
+                    .find(|name| !tools.iter().any(|t| &t.name == *name))
             {
                 return Err(LoadError::NoSuchTool {
                     origin: origin.to_string(),
@@ -199,11 +201,13 @@ impl Catalog {
                 });
                 let validator = match reused {
                     Some(validator) => validator,
-                    None => Arc::new(jsonschema::validator_for(&spec.input_schema).map_err(|e| {
-                        invalid(format!(
-                            "has an input schema that is not a valid JSON Schema: {e}"
-                        ))
-                    })?),
+                    None => {
+                        Arc::new(jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+                            invalid(format!(
+                                "has an input schema that is not a valid JSON Schema: {e}"
+                            ))
+                        })?)
+                    }
                 };
                 index.insert(spec.name.clone(), entries.len());
                 entries.push(Entry {

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use toolhost::agent::{AgentError, AgentOptions, RunOptions};
 use toolhost::ErrorKind;
+use toolhost::agent::{AgentError, AgentOptions, RunOptions};
 use toolhost::llm::ProviderError;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 

@@ -14,7 +14,9 @@ use toolhost_tests::runtime;
 use super::ask;
 
 async fn square_root_through(provider: Arc<dyn Provider>, stream: bool) {
-    let toolbox = Toolbox::builder(&runtime()).component(ComponentConfig::new(CALCULATOR)).build()
+    let toolbox = Toolbox::builder(&runtime())
+        .component(ComponentConfig::new(CALCULATOR))
+        .build()
         .await
         .unwrap();
     let options = AgentOptions {

@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolhost::ErrorKind;
 use toolhost::agent::{
     AgentError, AgentEvent, AgentOptions, Conversation, RunEnd, RunOptions, Step, ToolSelection,
     UnknownTool,
 };
-use toolhost::ErrorKind;
 use toolhost::llm::Message;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 
@@ -77,7 +77,11 @@ async fn bad_arguments_go_back_to_the_model_and_the_run_goes_on() {
     let kinds: Vec<Option<ErrorKind>> = result.executions.iter().map(|e| e.error_kind()).collect();
     assert_eq!(
         kinds,
-        [Some(ErrorKind::InvalidArguments), Some(ErrorKind::InvalidArguments), None]
+        [
+            Some(ErrorKind::InvalidArguments),
+            Some(ErrorKind::InvalidArguments),
+            None
+        ]
     );
 
     let second = &model.bodies()[1];

@@ -44,15 +44,14 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
         };
         let mut loads = Vec::new();
         for _ in 0..5 {
-            loads.push(
-                LoadedComponent::load(&runtime, config())
-                    .await?
-                    .load_time(),
-            );
+            loads.push(LoadedComponent::load(&runtime, config()).await?.load_time());
         }
         let loads = Stats::of(loads);
 
-        let toolbox = Toolbox::builder(&runtime).component(config()).build().await?;
+        let toolbox = Toolbox::builder(&runtime)
+            .component(config())
+            .build()
+            .await?;
         let (median, p90) = match cases.ok.first() {
             Some(case) => {
                 let arguments = case.arguments.to_string();

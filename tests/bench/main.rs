@@ -49,7 +49,10 @@ async fn run() -> anyhow::Result<()> {
         Stats::of(samples)
     };
 
-    let toolbox = Toolbox::builder(&runtime).component(ComponentConfig::new(CALCULATOR)).build().await?;
+    let toolbox = Toolbox::builder(&runtime)
+        .component(ComponentConfig::new(CALCULATOR))
+        .build()
+        .await?;
     let context = CallContext::default();
     let mut host = Vec::with_capacity(iterations);
     for i in 0..iterations + 100 {
@@ -121,7 +124,10 @@ async fn time_load(runtime: &Runtime) -> anyhow::Result<Duration> {
         .map(ComponentConfig::new)
         .to_vec();
     let started = Instant::now();
-    let toolbox = Toolbox::builder(runtime).components(configs).build().await?;
+    let toolbox = Toolbox::builder(runtime)
+        .components(configs)
+        .build()
+        .await?;
     let took = started.elapsed();
     assert_eq!(toolbox.names().len(), 8);
     Ok(took)

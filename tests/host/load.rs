@@ -175,7 +175,11 @@ async fn duplicate_tool_names_name_both_files() {
         ComponentConfig::new(CALCULATOR),
         ComponentConfig::new(&copy),
     ];
-    let error = match Toolbox::builder(&runtime()).components(configs).build().await {
+    let error = match Toolbox::builder(&runtime())
+        .components(configs)
+        .build()
+        .await
+    {
         Ok(_) => panic!("two components with the same tools loaded"),
         Err(error) => message(error),
     };

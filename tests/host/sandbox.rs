@@ -263,7 +263,10 @@ async fn raw_sockets_need_a_grant() {
         .await
         .expect_err("no grant");
     assert!(
-        matches!(error.kind(), ErrorKind::CapabilityDenied | ErrorKind::ToolFailed),
+        matches!(
+            error.kind(),
+            ErrorKind::CapabilityDenied | ErrorKind::ToolFailed
+        ),
         "{error}"
     );
 

@@ -47,9 +47,7 @@ impl AgentConfig {
         AgentOptions {
             max_rounds: self.max_rounds.unwrap_or(defaults.max_rounds),
             system: self.system.clone(),
-            temperature: self
-                .temperature
-                .or(local.then_some(LOCAL_TEMPERATURE)),
+            temperature: self.temperature.or(local.then_some(LOCAL_TEMPERATURE)),
             max_tokens: self.max_tokens.or(local.then_some(LOCAL_MAX_TOKENS)),
             stream: self.stream.unwrap_or(defaults.stream),
             ..defaults

@@ -8,8 +8,7 @@ use clap::Args;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolhost::agent::{
-    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult,
-    ToolSelection,
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult, ToolSelection,
 };
 use toolhost::llm::{ModelConfig, ToolChoice};
 use toolhost::{Host, HostError, Runtime};
@@ -140,7 +139,9 @@ impl ModelArgs {
             .build()
             .await
             .map_err(|error| match error {
-                HostError::Model(error) => anyhow::Error::new(error).context("cannot connect to the model"),
+                HostError::Model(error) => {
+                    anyhow::Error::new(error).context("cannot connect to the model")
+                }
                 other => other.into(),
             })?;
         let catalog = host.toolbox().catalog();
@@ -263,7 +264,9 @@ impl RunArgs {
         }
         let mut display = Display::default();
         let result = agent
-            .run(&mut conversation, &options, &mut |event| display.show(event))
+            .run(&mut conversation, &options, &mut |event| {
+                display.show(event)
+            })
             .await;
         match result {
             Ok(result) => {
@@ -309,7 +312,9 @@ impl ChatArgs {
             }
             let mut display = Display::default();
             match agent
-                .run(&mut conversation, &options, &mut |event| display.show(event))
+                .run(&mut conversation, &options, &mut |event| {
+                    display.show(event)
+                })
                 .await
             {
                 Ok(result) => display.finish(&result)?,

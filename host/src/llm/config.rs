@@ -116,7 +116,11 @@ impl ModelConfig {
     /// apply (another provider's URL, key and model name would be wrong).
     pub fn overridden_by(self, over: ModelConfig) -> ModelConfig {
         let switched = over.provider.is_some() && over.kind() != self.kind();
-        let base = if switched { ModelConfig::default() } else { self };
+        let base = if switched {
+            ModelConfig::default()
+        } else {
+            self
+        };
         base.merged(over)
     }
 
@@ -241,21 +245,33 @@ mod tests {
             ..ModelConfig::default()
         });
         assert_eq!(same.name.as_deref(), Some("llama3"));
-        assert_eq!(same.base_url, manifest.base_url, "the same provider keeps its URL");
+        assert_eq!(
+            same.base_url, manifest.base_url,
+            "the same provider keeps its URL"
+        );
 
         let switched = manifest.clone().overridden_by(ModelConfig {
             provider: Some(ProviderKind::Anthropic),
             ..ModelConfig::default()
         });
         assert_eq!(switched.kind(), ProviderKind::Anthropic);
-        assert_eq!(switched.base_url, None, "another provider's URL does not apply");
+        assert_eq!(
+            switched.base_url, None,
+            "another provider's URL does not apply"
+        );
         assert_eq!(switched.name, None);
 
         let local = manifest.overridden_by(ModelConfig {
             provider: Some(ProviderKind::Local),
             ..ModelConfig::default()
         });
-        assert_eq!(local, ModelConfig { provider: Some(ProviderKind::Local), ..ModelConfig::default() });
+        assert_eq!(
+            local,
+            ModelConfig {
+                provider: Some(ProviderKind::Local),
+                ..ModelConfig::default()
+            }
+        );
     }
 
     #[tokio::test]
