@@ -41,6 +41,7 @@ demo:
 # Run every test: unit, integration (real components), conformance, end-to-end with the local model.
 test: build tools
     scripts/setup-local-llm.sh
+    scripts/setup-mcp-peers.sh
     scripts/test-guests.sh
     cargo test --workspace
 
