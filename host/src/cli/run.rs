@@ -11,7 +11,7 @@ use toolhost::agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult, ToolSelection,
 };
 use toolhost::llm::{ModelConfig, ToolChoice};
-use toolhost::{Host, HostError, Runtime};
+use toolhost::{Host, Runtime};
 
 use super::ExitStatus;
 use super::output::{print, print_json, println};
@@ -137,13 +137,7 @@ impl ModelArgs {
             .agent(self.agent_config())
             .connect_model(true)
             .build()
-            .await
-            .map_err(|error| match error {
-                HostError::Model(error) => {
-                    anyhow::Error::new(error).context("cannot connect to the model")
-                }
-                other => other.into(),
-            })?;
+            .await?;
         let catalog = host.toolbox().catalog();
         for name in &self.tools {
             if catalog.get(name).is_none() {
@@ -171,12 +165,12 @@ impl ModelArgs {
 /// Shows a run as it goes: the answer streams to stdout, tool activity to stderr. The first
 /// failure to write stdout (a closed pipe) is kept, and ends the command.
 #[derive(Default)]
-struct Display {
+struct RunView {
     streamed: bool,
     broken: Option<std::io::Error>,
 }
 
-impl Display {
+impl RunView {
     fn show(&mut self, event: AgentEvent<'_>) {
         match event {
             AgentEvent::Text(text) => {
@@ -262,7 +256,7 @@ impl RunArgs {
                 }
             };
         }
-        let mut display = Display::default();
+        let mut display = RunView::default();
         let result = agent
             .run(&mut conversation, &options, &mut |event| {
                 display.show(event)
@@ -310,7 +304,7 @@ impl ChatArgs {
                 }
                 text => conversation.push_user(text),
             }
-            let mut display = Display::default();
+            let mut display = RunView::default();
             match agent
                 .run(&mut conversation, &options, &mut |event| {
                     display.show(event)
