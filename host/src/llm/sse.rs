@@ -1,5 +1,11 @@
 //! A parser for server-sent events (the `text/event-stream` format both wire formats stream
 //! in), fed with bytes as they arrive.
+//!
+//! Why not a crate: `eventsource-stream` 0.2.3 (last released 2022, on nom 7) and
+//! `sse-stream` 0.3 both pass the chunking test below, but both drop an unfinished last event
+//! without a word when the stream ends (this parser reports it: [`Parser::has_partial`]), and
+//! `eventsource-stream` holds back every event after an invalid UTF-8 byte until the stream
+//! ends. What they would replace is the 60 lines below.
 
 /// One event: its type (`event:` field, empty when absent) and its data (`data:` lines joined
 /// with newlines).
