@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use toolhost::agent::{AgentError, AgentOptions, RunOptions};
+use serde_json::json;
 use toolhost::ErrorKind;
+use toolhost::agent::{AgentError, AgentOptions, RunOptions};
 use toolhost::llm::ProviderError;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 
@@ -146,7 +147,14 @@ async fn malformed_events_are_a_protocol_error() {
     .await;
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(matches!(error, ProviderError::Protocol { .. }), "{error}");
-    assert!(error.to_string().contains("not JSON"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("a stream event is not JSON: {\"choices\": [this is not json"),
+        "{error}"
+    );
+    let cause = std::error::Error::source(&error).expect("the JSON error is the cause");
+    assert!(cause.to_string().contains("at line 1 column"), "{cause}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,14 +186,50 @@ async fn a_stream_that_stalls_times_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_body_that_is_not_the_format_is_a_protocol_error() {
-    let turns = vec![Turn::Raw {
-        content_type: "application/json".into(),
-        body: b"{\"unexpected\": true}".to_vec(),
-    }];
-    let (_model, agent) = scripted(Format::OpenAi, false, turns, AgentOptions::default()).await;
-    let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
-    assert!(error.to_string().contains("no choices"), "{error}");
+async fn a_body_that_is_not_the_format_is_a_protocol_error_naming_the_field() {
+    let no_name = json!({
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"arguments": "{}"}}],
+        }}],
+    });
+    let no_block_name = json!({
+        "type": "message", "role": "assistant", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "t1", "input": {}}],
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    });
+    let cases = [
+        (
+            Format::OpenAi,
+            json!({"unexpected": true}),
+            "choices is missing",
+        ),
+        (
+            Format::OpenAi,
+            no_name,
+            "choices[0].message.tool_calls[0].function.name is missing",
+        ),
+        (
+            Format::Anthropic,
+            no_block_name,
+            "content[0].name is missing",
+        ),
+    ];
+    for (format, body, expected) in cases {
+        let turns = vec![Turn::Raw {
+            content_type: "application/json".into(),
+            body: body.to_string().into_bytes(),
+        }];
+        let (_model, agent) = scripted(format, false, turns, AgentOptions::default()).await;
+        let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
+        assert!(matches!(error, ProviderError::Protocol { .. }), "{error}");
+        assert!(
+            error
+                .to_string()
+                .ends_with(&format!("sent an answer toolhost cannot read: {expected}")),
+            "{format:?}: {error}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

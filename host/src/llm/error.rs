@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+/// The cause of a [`ProviderError`] that is not a `reqwest` error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why a request to a model failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -66,8 +69,11 @@ pub enum ProviderError {
     Protocol {
         /// The server.
         server: String,
-        /// What is wrong with it.
+        /// What is wrong with it, naming the field: `choices[0].message.tool_calls[1].function.name is missing`.
         message: String,
+        /// The parser's error, when a body or event was not JSON or not text at all.
+        #[source]
+        source: Option<BoxError>,
     },
 
     /// The local model server could not be started.

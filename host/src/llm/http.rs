@@ -5,8 +5,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::ProviderError;
-use super::sse;
+use super::wire::{WireError, excerpt};
+use super::{ProviderError, sse};
 
 /// How requests to a model server are made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,17 +62,16 @@ impl HttpClient {
         })
     }
 
-    /// POSTs `body` as JSON to `url`, retrying as [`HttpOptions`] says, and returns the first
+    /// POSTs `body` (JSON) to `url`, retrying as [`HttpOptions`] says, and returns the first
     /// successful response (its body not read yet).
     pub(crate) async fn post(
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: Vec<u8>,
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| self.protocol(format!("cannot encode the request: {e}")))?;
+        let body = bytes::Bytes::from(body);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -121,8 +120,15 @@ impl HttpClient {
             Ok(Err(error)) => return Err(self.connection(&error)),
             Ok(Ok(bytes)) => bytes,
         };
-        serde_json::from_slice(&bytes)
-            .map_err(|e| self.protocol(format!("the body is not JSON ({e})")))
+        serde_json::from_slice(&bytes).map_err(|source| {
+            self.protocol(WireError::with_source(
+                format!(
+                    "the body is not JSON: {}",
+                    excerpt(&String::from_utf8_lossy(&bytes))
+                ),
+                source,
+            ))
+        })
     }
 
     /// Reads an event stream, handing each event to `on_event` until it returns `true` (the
@@ -154,9 +160,11 @@ impl HttpClient {
                     }
                     Ok(Ok(None)) => {
                         if parser.has_partial() {
-                            return Err(
-                                self.protocol("the stream ended in the middle of an event".into())
-                            );
+                            return Err(self.protocol(
+                                "the stream ended in the middle of an event"
+                                    .to_owned()
+                                    .into(),
+                            ));
                         }
                         return Ok(());
                     }
@@ -171,10 +179,12 @@ impl HttpClient {
         }
     }
 
-    pub(crate) fn protocol(&self, message: String) -> ProviderError {
+    /// A protocol error from this server.
+    pub(crate) fn protocol(&self, error: WireError) -> ProviderError {
         ProviderError::Protocol {
             server: self.server.clone(),
-            message,
+            message: error.message,
+            source: error.source,
         }
     }
 

@@ -7,6 +7,8 @@
 //! `eventsource-stream` holds back every event after an invalid UTF-8 byte until the stream
 //! ends. What they would replace is the 60 lines below.
 
+use super::wire::WireError;
+
 /// One event: its type (`event:` field, empty when absent) and its data (`data:` lines joined
 /// with newlines).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,7 +30,7 @@ pub(crate) struct Parser {
 
 impl Parser {
     /// Adds `bytes` and returns the events they complete.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, String> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<Event>, WireError> {
         let mut events = Vec::new();
         for &byte in bytes {
             if self.after_cr {
@@ -41,8 +43,12 @@ impl Parser {
                 b'\n' | b'\r' => {
                     self.after_cr = byte == b'\r';
                     let line = std::mem::take(&mut self.buffer);
-                    let line = String::from_utf8(line)
-                        .map_err(|_| "an event-stream line is not UTF-8".to_owned())?;
+                    let line = String::from_utf8(line).map_err(|e| {
+                        WireError::with_source(
+                            "an event-stream line is not UTF-8".to_owned(),
+                            e.utf8_error(),
+                        )
+                    })?;
                     if let Some(event) = self.line(&line) {
                         events.push(event);
                     }

@@ -1,14 +1,23 @@
 //! The Anthropic Messages wire format (`POST {base}/v1/messages`), as served by Anthropic and
 //! by llama.cpp's llama-server.
 
+mod schema;
+
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
+use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{WireFormat, WireProvider, event_json};
+use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage, arguments_object,
+    ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice, Usage,
+    arguments_object,
+};
+use schema::{
+    BlockDelta, BlockStart, ContentBlock, Delta, MessageDelta, MessageResponse, MessageStart,
+    Request, RequestBlock, Role, Tool, ToolChoiceParam, Turn,
 };
 
 /// The API version this client speaks.
@@ -20,9 +29,22 @@ const DEFAULT_MAX_TOKENS: u32 = 4096;
 #[derive(Debug, Clone, Copy)]
 pub struct Anthropic;
 
-/// A model behind an Anthropic Messages endpoint. The base URL is the server's root, such as
-/// `https://api.anthropic.com` (a trailing `/v1` is accepted too); a key goes in `x-api-key`.
+/// A model behind an Anthropic Messages endpoint.
 pub type AnthropicProvider = WireProvider<Anthropic>;
+
+impl AnthropicProvider {
+    /// `model` at `base_url`, the server's root: `https://api.anthropic.com` (a trailing `/v1`
+    /// is accepted too), or `http://127.0.0.1:8080` for a local server. A key goes in
+    /// `x-api-key`.
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        wire::provider(base_url, model, api_key, options)
+    }
+}
 
 impl WireFormat for Anthropic {
     const NAME: &'static str = "Anthropic format";
@@ -43,123 +65,113 @@ impl WireFormat for Anthropic {
         headers
     }
 
-    /// The JSON body of a request. System messages become the top-level `system`; messages of
-    /// the same role in a row are merged (the format requires turns to alternate), so tool
-    /// results all land in the user message right after the calls.
-    fn body(model: &str, request: &ChatRequest) -> Value {
+    /// System messages become the top-level `system`; messages of the same role in a row are
+    /// merged (the format requires turns to alternate), so tool results all land in the user
+    /// message right after the calls.
+    fn body<'a>(model: &'a str, request: &'a ChatRequest) -> impl Serialize + 'a {
         let mut system: Vec<&str> = Vec::new();
-        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-        let mut push = |role: &'static str, blocks: Vec<Value>| match messages.last_mut() {
-            Some((last, content)) if *last == role => content.extend(blocks),
-            _ => messages.push((role, blocks)),
+        let mut turns: Vec<Turn<'a>> = Vec::new();
+        let mut push = |role: Role, content: Vec<RequestBlock<'a>>| {
+            // The API refuses a turn without blocks (`content: []`).
+            if content.is_empty() {
+                return;
+            }
+            match turns.last_mut() {
+                Some(last) if last.role == role => last.content.extend(content),
+                _ => turns.push(Turn { role, content }),
+            }
         };
         for message in &request.messages {
             match message {
                 Message::System { text } => system.push(text),
-                Message::User { text } => {
-                    push("user", vec![json!({ "type": "text", "text": text })])
-                }
+                Message::User { text } => push(Role::User, vec![RequestBlock::Text { text }]),
                 Message::Assistant { text, tool_calls } => {
                     let mut blocks = Vec::new();
-                    if !text.is_empty() {
-                        blocks.push(json!({ "type": "text", "text": text }));
+                    // The API refuses a text block of only whitespace. A turn with neither
+                    // text nor calls is left out altogether, and the user turns around it
+                    // merge into one.
+                    if !text.trim().is_empty() {
+                        blocks.push(RequestBlock::Text { text });
                     }
-                    for call in tool_calls {
-                        let input = arguments_object(&call.arguments).unwrap_or_default();
-                        blocks.push(json!({
-                            "type": "tool_use", "id": call.id, "name": call.name, "input": input,
-                        }));
-                    }
-                    push("assistant", blocks);
+                    blocks.extend(tool_calls.iter().map(|call| RequestBlock::ToolUse {
+                        id: &call.id,
+                        name: &call.name,
+                        input: input_of(call),
+                    }));
+                    push(Role::Assistant, blocks);
                 }
                 Message::ToolResult {
                     call_id,
                     content,
                     is_error,
                     ..
-                } => {
-                    let mut block = json!({
-                        "type": "tool_result", "tool_use_id": call_id, "content": content,
-                    });
-                    if *is_error {
-                        block["is_error"] = json!(true);
-                    }
-                    push("user", vec![block]);
-                }
+                } => push(
+                    Role::User,
+                    vec![RequestBlock::ToolResult {
+                        tool_use_id: call_id,
+                        content,
+                        is_error: *is_error,
+                    }],
+                ),
             }
         }
-        let messages: Vec<Value> = messages
-            .into_iter()
-            .map(|(role, content)| json!({ "role": role, "content": content }))
+        let tools: Vec<Tool<'a>> = request
+            .tools
+            .iter()
+            .map(|tool| Tool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.parameters,
+            })
             .collect();
-        let mut body = json!({
-            "model": model,
-            "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-            "messages": messages,
-        });
-        if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+        Request {
+            model,
+            max_tokens: request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            messages: turns,
+            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            tool_choice: (!tools.is_empty()).then(|| match &request.tool_choice {
+                ToolChoice::Auto => ToolChoiceParam::Auto,
+                ToolChoice::None => ToolChoiceParam::None,
+                ToolChoice::Required => ToolChoiceParam::Any,
+                ToolChoice::Tool(name) => ToolChoiceParam::Tool { name },
+            }),
+            tools,
+            temperature: request.temperature,
+            stream: request.stream,
         }
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "name": tool.name,
-                        "description": tool.description,
-                        "input_schema": tool.parameters,
-                    })
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = match &request.tool_choice {
-                ToolChoice::Auto => json!({ "type": "auto" }),
-                ToolChoice::None => json!({ "type": "none" }),
-                ToolChoice::Required => json!({ "type": "any" }),
-                ToolChoice::Tool(name) => json!({ "type": "tool", "name": name }),
-            };
-        }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if request.stream {
-            body["stream"] = json!(true);
-        }
-        body
     }
 
-    /// Reads a whole (not streamed) answer.
-    fn parse(value: &Value) -> Result<ChatResponse, String> {
-        let blocks = value
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("the answer has no content: {value}"))?;
+    fn parse(value: Value) -> Result<ChatResponse, WireError> {
+        let message: MessageResponse = decode(value, None)?;
         let mut text = String::new();
         let mut tool_calls = Vec::new();
-        for block in blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("text") => text.push_str(block["text"].as_str().unwrap_or("")),
-                Some("tool_use") => tool_calls.push(ToolCall {
-                    id: block["id"].as_str().unwrap_or("").to_owned(),
-                    name: block["name"].as_str().unwrap_or("").to_owned(),
-                    arguments: block
-                        .get("input")
-                        .map_or_else(|| "{}".to_owned(), Value::to_string),
-                }),
-                _ => {}
+        for (i, block) in message.content.into_iter().enumerate() {
+            match block {
+                ContentBlock::Text { text: piece } => text.push_str(&piece),
+                ContentBlock::ToolUse { id, name, input } => {
+                    check_name(&name, &format!("content[{i}].name"))?;
+                    let arguments = match input {
+                        Some(input @ Value::Object(_)) => input.to_string(),
+                        Some(other) => return Err(not_an_object(&format!("content[{i}]"), &other)),
+                        None => return Err(format!("content[{i}].input is missing").into()),
+                    };
+                    tool_calls.push(ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    });
+                }
+                ContentBlock::Thinking {} | ContentBlock::RedactedThinking {} => {}
             }
         }
-        let finish = match value.get("stop_reason").and_then(Value::as_str) {
-            Some(reason) => stop_reason(reason),
-            None if tool_calls.is_empty() => FinishReason::Stop,
-            None => FinishReason::ToolCalls,
+        let Some(reason) = message.stop_reason else {
+            return Err("stop_reason is missing".to_owned().into());
         };
         Ok(ChatResponse {
             text,
             tool_calls,
-            finish,
-            usage: usage(value),
+            finish: stop_reason(&reason),
+            usage: Some(message.usage.into()),
         })
     }
 
@@ -167,23 +179,81 @@ impl WireFormat for Anthropic {
         stream: &mut StreamState,
         event: &Event,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<bool, String> {
-        let data = event_json(event)?;
-        let kind = data
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(&event.event);
-        if kind == "error" {
-            let message = data["error"]["message"].as_str().unwrap_or("unknown");
-            return Err(format!("the stream reported an error: {message}"));
+    ) -> Result<bool, WireError> {
+        let value = event_json(event)?;
+        let kind = match value.get("type") {
+            Some(Value::String(kind)) => kind.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "a stream event's type is not a string: {}",
+                    excerpt(&other.to_string())
+                )
+                .into());
+            }
+            None => return Err("a stream event's type is missing".to_owned().into()),
+        };
+        let within = format!("a {kind} event");
+        let within = Some(within.as_str());
+        let needs_start = kind.starts_with("content_block_")
+            || matches!(kind.as_str(), "message_delta" | "message_stop");
+        if needs_start && stream.usage.is_none() {
+            return Err(format!("a {kind} event came before message_start").into());
         }
-        stream.apply(kind, &data, on_text);
-        Ok(kind == "message_stop")
+        match kind.as_str() {
+            "message_start" => {
+                let start: MessageStart = decode(value, within)?;
+                stream.usage = Some(start.message.usage.into());
+            }
+            "content_block_start" => stream.start(decode(value, within)?, on_text)?,
+            "content_block_delta" => stream.delta(decode(value, within)?, on_text)?,
+            "content_block_stop" | "ping" => {}
+            "message_delta" => stream.message_delta(decode(value, within)?),
+            "message_stop" => {
+                stream.stopped = true;
+                return Ok(true);
+            }
+            "error" => {
+                let message = match value.pointer("/error/message").and_then(Value::as_str) {
+                    Some(message) => message.to_owned(),
+                    None => excerpt(&value.to_string()),
+                };
+                return Err(format!("the stream reported an error: {message}").into());
+            }
+            // The API may add event types, and asks clients to skip the ones they do not know.
+            other => tracing::debug!(event = other, "skipping a stream event of unknown type"),
+        }
+        Ok(false)
     }
 
-    fn finish(stream: StreamState) -> Result<ChatResponse, String> {
+    fn finish(stream: StreamState) -> Result<ChatResponse, WireError> {
         stream.finish()
     }
+}
+
+/// A call's arguments as the `input` object. The loop records `{}` for arguments that are
+/// not an object (and tells the model what was wrong with them in the call's result), so
+/// anything else only comes from a history a caller made up; it is sent as `{}` too, since
+/// the format has no way to send text that is not an object.
+fn input_of(call: &ToolCall) -> Map<String, Value> {
+    match arguments_object(&call.arguments) {
+        Some(input) => input,
+        None => Map::new(),
+    }
+}
+
+fn check_name(name: &str, path: &str) -> Result<(), WireError> {
+    if name.is_empty() {
+        return Err(format!("{path} is empty").into());
+    }
+    Ok(())
+}
+
+fn not_an_object(block: &str, input: &Value) -> WireError {
+    format!(
+        "{block}.input is not an object: {}",
+        excerpt(&input.to_string())
+    )
+    .into()
 }
 
 fn stop_reason(value: &str) -> FinishReason {
@@ -195,10 +265,6 @@ fn stop_reason(value: &str) -> FinishReason {
     }
 }
 
-fn usage(value: &Value) -> Option<Usage> {
-    Usage::from_json(value, "input_tokens", "output_tokens")
-}
-
 /// A block of a streamed answer.
 #[derive(Debug)]
 enum Block {
@@ -206,9 +272,19 @@ enum Block {
     ToolUse {
         call: ToolCall,
         /// `input` as `content_block_start` gave it, used when no JSON deltas follow.
-        initial: Value,
+        initial: Option<Map<String, Value>>,
     },
-    Other,
+    Thinking,
+}
+
+impl Block {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::ToolUse { .. } => "tool_use",
+            Self::Thinking => "thinking",
+        }
+    }
 }
 
 /// A streamed answer being assembled from its events.
@@ -217,175 +293,135 @@ pub struct StreamState {
     text: String,
     blocks: BTreeMap<u64, Block>,
     finish: Option<FinishReason>,
-    usage: Usage,
+    /// Set by `message_start`, which begins every stream.
+    usage: Option<Usage>,
     stopped: bool,
 }
 
 impl StreamState {
-    pub(crate) fn apply(
+    fn start(
         &mut self,
-        kind: &str,
-        data: &Value,
+        start: BlockStart,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) {
-        let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
-            "message_start" => {
-                if let Some(usage) = usage(&data["message"]) {
-                    self.usage = self.usage + usage;
+    ) -> Result<(), WireError> {
+        let within = "in a content_block_start event, content_block";
+        let block = match start.content_block {
+            ContentBlock::Text { text } => {
+                if !text.is_empty() {
+                    self.text.push_str(&text);
+                    on_text(&text);
                 }
+                Block::Text
             }
-            "content_block_start" => {
-                let block = &data["content_block"];
-                let block = match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = block["text"].as_str().unwrap_or("");
-                        if !text.is_empty() {
-                            self.text.push_str(text);
-                            on_text(text);
-                        }
-                        Block::Text
-                    }
-                    Some("tool_use") => Block::ToolUse {
-                        call: ToolCall {
-                            id: block["id"].as_str().unwrap_or("").to_owned(),
-                            name: block["name"].as_str().unwrap_or("").to_owned(),
-                            arguments: String::new(),
-                        },
-                        initial: block.get("input").cloned().unwrap_or(Value::Null),
-                    },
-                    _ => Block::Other,
+            ContentBlock::ToolUse { id, name, input } => {
+                check_name(&name, &format!("{within}.name"))?;
+                let initial = match input {
+                    None => None,
+                    Some(Value::Object(input)) => Some(input),
+                    Some(other) => return Err(not_an_object(within, &other)),
                 };
-                self.blocks.insert(index, block);
-            }
-            "content_block_delta" => {
-                let delta = &data["delta"];
-                match (
-                    delta.get("type").and_then(Value::as_str),
-                    self.blocks.get_mut(&index),
-                ) {
-                    (Some("text_delta"), _) => {
-                        let text = delta["text"].as_str().unwrap_or("");
-                        self.text.push_str(text);
-                        on_text(text);
-                    }
-                    (Some("input_json_delta"), Some(Block::ToolUse { call, .. })) => {
-                        call.arguments
-                            .push_str(delta["partial_json"].as_str().unwrap_or(""));
-                    }
-                    _ => {}
+                Block::ToolUse {
+                    call: ToolCall {
+                        id,
+                        name,
+                        arguments: String::new(),
+                    },
+                    initial,
                 }
             }
-            "message_delta" => {
-                if let Some(reason) = data["delta"].get("stop_reason").and_then(Value::as_str) {
-                    self.finish = Some(stop_reason(reason));
-                }
-                if let Some(output) = data["usage"].get("output_tokens").and_then(Value::as_u64) {
-                    self.usage.output_tokens = output;
+            ContentBlock::Thinking {} | ContentBlock::RedactedThinking {} => Block::Thinking,
+        };
+        if self.blocks.insert(start.index, block).is_some() {
+            return Err(format!("content block {} was started twice", start.index).into());
+        }
+        Ok(())
+    }
+
+    fn delta(
+        &mut self,
+        delta: BlockDelta,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), WireError> {
+        let index = delta.index;
+        let Some(block) = self.blocks.get_mut(&index) else {
+            return Err(format!(
+                "a content_block_delta event is for block {index}, which no \
+                 content_block_start began"
+            )
+            .into());
+        };
+        match (delta.delta, block) {
+            (Delta::Text { text }, Block::Text) => {
+                if !text.is_empty() {
+                    self.text.push_str(&text);
+                    on_text(&text);
                 }
             }
-            "message_stop" => self.stopped = true,
-            _ => {}
+            (Delta::InputJson { partial_json }, Block::ToolUse { call, .. }) => {
+                call.arguments.push_str(&partial_json);
+            }
+            (Delta::Thinking {} | Delta::Signature {}, Block::Thinking) => {}
+            (delta, block) => {
+                return Err(format!(
+                    "a content_block_delta event brings {} to block {index}, which is a {} \
+                     block",
+                    delta.name(),
+                    block.name()
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    fn message_delta(&mut self, delta: MessageDelta) {
+        if let Some(reason) = delta.delta.stop_reason {
+            self.finish = Some(stop_reason(&reason));
+        }
+        if let (Some(usage), Some(counts)) = (&mut self.usage, delta.usage) {
+            usage.output_tokens = counts.output_tokens;
+            if let Some(input) = counts.input_tokens {
+                usage.input_tokens = input;
+            }
         }
     }
 
-    pub(crate) fn finish(self) -> Result<ChatResponse, String> {
+    fn finish(self) -> Result<ChatResponse, WireError> {
         if !self.stopped {
-            return Err("the stream ended before `message_stop`".to_owned());
+            return Err("the stream ended before message_stop".to_owned().into());
         }
+        let Some(finish) = self.finish else {
+            return Err(
+                "the stream ended without a stop reason (message_delta.delta.stop_reason)"
+                    .to_owned()
+                    .into(),
+            );
+        };
         let tool_calls = self
             .blocks
             .into_values()
             .filter_map(|block| match block {
                 Block::ToolUse { mut call, initial } => {
-                    if call.arguments.trim().is_empty() {
-                        call.arguments = match initial {
-                            Value::Object(map) => Value::Object(map).to_string(),
-                            _ => "{}".to_owned(),
-                        };
+                    // No JSON deltas: the input is the one the block started with (or none at
+                    // all: empty arguments, which are `{}`).
+                    if call.arguments.trim().is_empty()
+                        && let Some(initial) = initial
+                    {
+                        call.arguments = Value::Object(initial).to_string();
                     }
                     Some(call)
                 }
-                Block::Text | Block::Other => None,
+                Block::Text | Block::Thinking => None,
             })
-            .collect::<Vec<_>>();
-        let finish = self.finish.unwrap_or(if tool_calls.is_empty() {
-            FinishReason::Stop
-        } else {
-            FinishReason::ToolCalls
-        });
+            .collect();
         Ok(ChatResponse {
             text: self.text,
             tool_calls,
             finish,
-            usage: Some(self.usage),
+            usage: self.usage,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::ToolDefinition;
-
-    #[test]
-    fn tool_results_and_the_next_user_text_share_one_user_message() {
-        let request = ChatRequest {
-            messages: vec![
-                Message::system("Be brief."),
-                Message::user("2+2 and 3+3?"),
-                Message::Assistant {
-                    text: String::new(),
-                    tool_calls: vec![
-                        ToolCall {
-                            id: "t1".into(),
-                            name: "add".into(),
-                            arguments: r#"{"a":2,"b":2}"#.into(),
-                        },
-                        ToolCall {
-                            id: "t2".into(),
-                            name: "add".into(),
-                            arguments: "{broken".into(),
-                        },
-                    ],
-                },
-                Message::ToolResult {
-                    call_id: "t1".into(),
-                    name: "add".into(),
-                    content: "4".into(),
-                    is_error: false,
-                },
-                Message::ToolResult {
-                    call_id: "t2".into(),
-                    name: "add".into(),
-                    content: "bad".into(),
-                    is_error: true,
-                },
-            ],
-            tools: vec![ToolDefinition {
-                name: "add".into(),
-                description: "Adds.".into(),
-                parameters: json!({"type":"object"}),
-            }],
-            tool_choice: ToolChoice::Required,
-            temperature: Some(0.0),
-            max_tokens: None,
-            stream: false,
-        };
-        let body = Anthropic::body("m", &request);
-        assert_eq!(body["system"], "Be brief.");
-        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
-        assert_eq!(body["tool_choice"], json!({"type": "any"}));
-        let messages = body["messages"].as_array().unwrap();
-        assert_eq!(messages.len(), 3);
-        assert_eq!(messages[1]["content"][0]["input"], json!({"a": 2, "b": 2}));
-        assert_eq!(
-            messages[1]["content"][1]["input"],
-            json!({}),
-            "broken JSON is never sent"
-        );
-        assert_eq!(messages[2]["role"], "user");
-        assert_eq!(messages[2]["content"][1]["is_error"], true);
-        assert!(messages[2]["content"][0].get("is_error").is_none());
-    }
-}
+mod tests;

@@ -1,22 +1,44 @@
 //! The OpenAI Chat Completions wire format (`POST {base}/chat/completions`), as served by
 //! OpenAI, llama.cpp's llama-server, vLLM, Ollama's `/v1`, LM Studio and others.
 
+mod schema;
+
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
+use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{WireFormat, WireProvider, event_json};
-use super::{ChatRequest, ChatResponse, FinishReason, Message, ToolCall, ToolChoice, Usage};
+use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
+use super::{
+    ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice, Usage,
+};
+use schema::{
+    Chunk, Completion, FunctionDefinition, FunctionName, FunctionType, Request,
+    RequestFunctionCall, RequestMessage, RequestToolCall, StreamOptions, Tool, ToolCallFragment,
+    ToolChoiceParam,
+};
 
 /// The OpenAI Chat Completions format.
 #[derive(Debug, Clone, Copy)]
 pub struct OpenAi;
 
-/// A model behind an OpenAI-compatible Chat Completions endpoint. The base URL ends in `/v1`,
-/// such as `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; a key goes as a bearer
-/// token.
+/// A model behind an OpenAI-compatible Chat Completions endpoint.
 pub type OpenAiProvider = WireProvider<OpenAi>;
+
+impl OpenAiProvider {
+    /// `model` at `base_url`, which ends in `/v1`: `https://api.openai.com/v1`, or
+    /// `http://127.0.0.1:8080/v1` for a local server. A key goes as a bearer token.
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, ProviderError> {
+        wire::provider(base_url, model, api_key, options)
+    }
+}
 
 impl WireFormat for OpenAi {
     const NAME: &'static str = "OpenAI format";
@@ -33,87 +55,64 @@ impl WireFormat for OpenAi {
         }
     }
 
-    /// The JSON body of a request.
-    fn body(model: &str, request: &ChatRequest) -> Value {
-        let messages: Vec<Value> = request.messages.iter().map(message).collect();
-        let mut body = json!({ "model": model, "messages": messages });
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "type": "function",
-                        "function": {
-                            "name": tool.name,
-                            "description": tool.description,
-                            "parameters": tool.parameters,
-                        }
-                    })
-                })
-                .collect();
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = match &request.tool_choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => {
-                    json!({ "type": "function", "function": { "name": name } })
-                }
-            };
+    fn body<'a>(model: &'a str, request: &'a ChatRequest) -> impl Serialize + 'a {
+        let tools: Vec<Tool<'a>> = request
+            .tools
+            .iter()
+            .map(|tool| Tool {
+                kind: FunctionType::Function,
+                function: FunctionDefinition {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect();
+        Request {
+            model,
+            messages: request.messages.iter().map(message).collect(),
+            tool_choice: (!tools.is_empty()).then(|| tool_choice(&request.tool_choice)),
+            tools,
+            temperature: request.temperature,
+            max_tokens: request.max_tokens,
+            stream: request.stream,
+            stream_options: request.stream.then_some(StreamOptions {
+                include_usage: true,
+            }),
         }
-        if let Some(temperature) = request.temperature {
-            body["temperature"] = json!(temperature);
-        }
-        if let Some(max_tokens) = request.max_tokens {
-            body["max_tokens"] = json!(max_tokens);
-        }
-        if request.stream {
-            body["stream"] = json!(true);
-        }
-        body
     }
 
-    /// Reads a whole (not streamed) answer.
-    fn parse(value: &Value) -> Result<ChatResponse, String> {
-        let choice = value
-            .get("choices")
-            .and_then(|c| c.get(0))
-            .ok_or_else(|| format!("the answer has no choices: {value}"))?;
-        let message = choice.get("message").ok_or("the choice has no message")?;
-        let text = message
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let tool_calls = message
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .map(|calls| {
-                calls
-                    .iter()
-                    .map(|call| ToolCall {
-                        id: call
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        name: call["function"]["name"].as_str().unwrap_or("").to_owned(),
-                        arguments: arguments_text(call["function"].get("arguments")),
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        let finish = match choice.get("finish_reason").and_then(Value::as_str) {
-            Some(reason) => finish_reason(reason),
-            None if tool_calls.is_empty() => FinishReason::Stop,
-            None => FinishReason::ToolCalls,
+    fn parse(value: Value) -> Result<ChatResponse, WireError> {
+        let completion: Completion = decode(value, None)?;
+        let choice = match <[_; 1]>::try_from(completion.choices) {
+            Ok([choice]) => choice,
+            Err(choices) if choices.is_empty() => return Err(missing("choices[0]")),
+            Err(choices) => return Err(too_many(choices.len())),
+        };
+        let message = choice.message;
+        let mut tool_calls = Vec::new();
+        for (i, call) in message.tool_calls.into_iter().flatten().enumerate() {
+            let path = format!("choices[0].message.tool_calls[{i}].function");
+            if call.function.name.is_empty() {
+                return Err(format!("{path}.name is empty").into());
+            }
+            tool_calls.push(ToolCall {
+                id: call.id,
+                name: call.function.name,
+                arguments: arguments_text(call.function.arguments, &path)?,
+            });
+        }
+        let Some(reason) = choice.finish_reason else {
+            return Err(missing("choices[0].finish_reason"));
         };
         Ok(ChatResponse {
-            text,
+            text: [message.content, message.refusal]
+                .into_iter()
+                .flatten()
+                .collect(),
             tool_calls,
-            finish,
-            usage: usage(value),
+            finish: finish_reason(&reason),
+            usage: completion.usage.map(Usage::from),
         })
     }
 
@@ -121,54 +120,63 @@ impl WireFormat for OpenAi {
         stream: &mut StreamState,
         event: &Event,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, WireError> {
         if event.data.trim() == "[DONE]" {
             return Ok(true);
         }
-        let chunk = event_json(event)?;
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown");
-            return Err(format!("the stream reported an error: {message}"));
+        let value = event_json(event)?;
+        if let Some(error) = value.get("error") {
+            let message = match error.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => excerpt(&error.to_string()),
+            };
+            return Err(format!("the stream reported an error: {message}").into());
         }
-        stream.apply(&chunk, on_text);
+        stream.apply(decode(value, Some("a stream chunk"))?, on_text)?;
         Ok(false)
     }
 
-    fn finish(stream: StreamState) -> Result<ChatResponse, String> {
+    fn finish(stream: StreamState) -> Result<ChatResponse, WireError> {
         stream.finish()
     }
 }
 
-fn message(message: &Message) -> Value {
+fn message(message: &Message) -> RequestMessage<'_> {
     match message {
-        Message::System { text } => json!({ "role": "system", "content": text }),
-        Message::User { text } => json!({ "role": "user", "content": text }),
-        Message::Assistant { text, tool_calls } => {
-            let mut value = json!({
-                "role": "assistant",
-                "content": if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { json!(text) },
-            });
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|call| {
-                        json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": { "name": call.name, "arguments": call.arguments },
-                        })
-                    })
-                    .collect();
-                value["tool_calls"] = Value::Array(calls);
-            }
-            value
-        }
+        Message::System { text } => RequestMessage::System { content: text },
+        Message::User { text } => RequestMessage::User { content: text },
+        Message::Assistant { text, tool_calls } => RequestMessage::Assistant {
+            content: (!text.is_empty() || tool_calls.is_empty()).then_some(text.as_str()),
+            tool_calls: tool_calls
+                .iter()
+                .map(|call| RequestToolCall {
+                    id: &call.id,
+                    kind: FunctionType::Function,
+                    function: RequestFunctionCall {
+                        name: &call.name,
+                        arguments: &call.arguments,
+                    },
+                })
+                .collect(),
+        },
         Message::ToolResult {
             call_id, content, ..
-        } => json!({ "role": "tool", "tool_call_id": call_id, "content": content }),
+        } => RequestMessage::Tool {
+            tool_call_id: call_id,
+            content,
+        },
+    }
+}
+
+fn tool_choice(choice: &ToolChoice) -> ToolChoiceParam<'_> {
+    match choice {
+        ToolChoice::Auto => ToolChoiceParam::Mode("auto"),
+        ToolChoice::None => ToolChoiceParam::Mode("none"),
+        ToolChoice::Required => ToolChoiceParam::Mode("required"),
+        ToolChoice::Tool(name) => ToolChoiceParam::Function {
+            kind: FunctionType::Function,
+            function: FunctionName { name },
+        },
     }
 }
 
@@ -181,21 +189,31 @@ fn finish_reason(value: &str) -> FinishReason {
     }
 }
 
-fn usage(value: &Value) -> Option<Usage> {
-    Usage::from_json(value, "prompt_tokens", "completion_tokens")
+fn missing(path: &str) -> WireError {
+    format!("{path} is missing").into()
 }
 
-/// Arguments as text: a string as sent, or an object some servers send instead.
-fn arguments_text(value: Option<&Value>) -> String {
+/// toolhost never asks for more than one choice (`n`).
+fn too_many(count: usize) -> WireError {
+    format!("choices has {count} entries; toolhost asks for one").into()
+}
+
+/// Arguments as text: JSON text as the format sends it, or an object some servers send
+/// instead. `path` names the field, for the error.
+fn arguments_text(value: Value, path: &str) -> Result<String, WireError> {
     match value {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+        Value::String(text) => Ok(text),
+        Value::Object(_) => Ok(value.to_string()),
+        other => Err(format!(
+            "{path}.arguments is neither JSON text nor an object: {}",
+            excerpt(&other.to_string())
+        )
+        .into()),
     }
 }
 
 /// A streamed answer being assembled from its chunks. Tool calls arrive as fragments keyed by
-/// `index`: the first usually carries the id and name, the rest pieces of the arguments.
+/// `index`: the first carries the id and name, the rest pieces of the arguments.
 #[derive(Debug, Default)]
 pub struct StreamState {
     text: String,
@@ -205,67 +223,106 @@ pub struct StreamState {
 }
 
 impl StreamState {
-    pub(crate) fn apply(&mut self, chunk: &Value, on_text: &mut (dyn FnMut(&str) + Send)) {
-        if let Some(usage) = usage(chunk) {
-            self.usage = Some(usage);
+    fn apply(
+        &mut self,
+        chunk: Chunk,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<(), WireError> {
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.into());
         }
-        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
-            return;
+        let choice = match <[_; 1]>::try_from(chunk.choices) {
+            Ok([choice]) => choice,
+            // The last chunk (of token counts) has no choices.
+            Err(choices) if choices.is_empty() => return Ok(()),
+            Err(choices) => return Err(too_many(choices.len())),
         };
-        let delta = &choice["delta"];
-        if let Some(text) = delta.get("content").and_then(Value::as_str)
-            && !text.is_empty()
-        {
-            self.text.push_str(text);
-            on_text(text);
-        }
-        if let Some(fragments) = delta.get("tool_calls").and_then(Value::as_array) {
-            for fragment in fragments {
-                let index = match fragment.get("index").and_then(Value::as_u64) {
-                    Some(index) => index,
-                    // No index: a fragment with an id or a name starts a new call, any other
-                    // continues the last one.
-                    None => {
-                        let non_empty = |v: Option<&Value>| {
-                            v.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
-                        };
-                        let starts_new = non_empty(fragment.get("id"))
-                            || non_empty(fragment["function"].get("name"));
-                        match self.calls.keys().next_back() {
-                            Some(&last) if starts_new => last + 1,
-                            Some(&last) => last,
-                            None => 0,
-                        }
-                    }
-                };
-                let call = self.calls.entry(index).or_insert_with(|| ToolCall {
-                    id: String::new(),
-                    name: String::new(),
-                    arguments: String::new(),
-                });
-                if let Some(id) = fragment.get("id").and_then(Value::as_str)
-                    && call.id.is_empty()
-                {
-                    call.id = id.to_owned();
-                }
-                let function = &fragment["function"];
-                if let Some(name) = function.get("name").and_then(Value::as_str) {
-                    call.name.push_str(name);
-                }
-                call.arguments
-                    .push_str(&arguments_text(function.get("arguments")));
+        let delta = choice.delta;
+        for text in [delta.content, delta.refusal].into_iter().flatten() {
+            if !text.is_empty() {
+                self.text.push_str(&text);
+                on_text(&text);
             }
         }
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.finish = Some(finish_reason(reason));
+        for fragment in delta.tool_calls.into_iter().flatten() {
+            self.add(fragment)?;
         }
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some(finish_reason(&reason));
+        }
+        Ok(())
     }
 
-    pub(crate) fn finish(self) -> Result<ChatResponse, String> {
-        let tool_calls: Vec<ToolCall> = self.calls.into_values().collect();
-        let Some(finish) = self.finish else {
-            return Err("the stream ended without a finish reason".to_owned());
+    fn add(&mut self, fragment: ToolCallFragment) -> Result<(), WireError> {
+        let (name, arguments) = match fragment.function {
+            Some(function) => (function.name, function.arguments),
+            None => (None, None),
         };
+        let index = match fragment.index {
+            Some(index) => index,
+            // No index (some servers leave it out): a fragment with an id or a name starts a
+            // new call, any other continues the last one.
+            None => {
+                let starts_new = [&fragment.id, &name]
+                    .iter()
+                    .any(|field| field.as_deref().is_some_and(|s| !s.is_empty()));
+                match self.calls.keys().next_back() {
+                    Some(&last) if starts_new => last + 1,
+                    Some(&last) => last,
+                    None => 0,
+                }
+            }
+        };
+        let call = self.calls.entry(index).or_insert_with(|| ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        });
+        if let Some(id) = fragment.id
+            && call.id.is_empty()
+        {
+            call.id = id;
+        }
+        if let Some(name) = name {
+            call.name.push_str(&name);
+        }
+        match arguments {
+            None => {}
+            Some(Value::String(piece)) => call.arguments.push_str(&piece),
+            Some(object @ Value::Object(_)) => call.arguments.push_str(&object.to_string()),
+            Some(other) => {
+                return Err(format!(
+                    "in a stream chunk, choices[0].delta.tool_calls[].function.arguments of the \
+                     call with index {index} is neither JSON text nor an object: {}",
+                    excerpt(&other.to_string())
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The answer. A call whose fragments carried no id has an empty one (the format makes the
+    /// id optional in each fragment): the loop gives it one. A call without a name is an error.
+    fn finish(self) -> Result<ChatResponse, WireError> {
+        let Some(finish) = self.finish else {
+            return Err(
+                "the stream ended without a finish reason (choices[0].finish_reason)"
+                    .to_owned()
+                    .into(),
+            );
+        };
+        let mut tool_calls = Vec::with_capacity(self.calls.len());
+        for (index, call) in self.calls {
+            if call.name.is_empty() {
+                return Err(format!(
+                    "the streamed tool call with index {index} never got a name \
+                     (choices[0].delta.tool_calls[].function.name)"
+                )
+                .into());
+            }
+            tool_calls.push(call);
+        }
         Ok(ChatResponse {
             text: self.text,
             tool_calls,
@@ -276,54 +333,4 @@ impl StreamState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fragmented_calls_are_assembled_by_index() {
-        let mut state = StreamState::default();
-        let chunks = [
-            json!({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}),
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"add","arguments":""}}]}}]}),
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"","function":{"name":"square_root","arguments":"{\"x\""}}]}}]}),
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\": 1, "}}]}}]}),
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":": 4}"}}]}}]}),
-            json!({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"b\": 2}"}}]}}]}),
-            json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}),
-        ];
-        for chunk in &chunks {
-            state.apply(chunk, &mut |_| {});
-        }
-        let response = state.finish().unwrap();
-        assert_eq!(response.finish, FinishReason::ToolCalls);
-        assert_eq!(
-            response.tool_calls,
-            vec![
-                ToolCall {
-                    id: "call_a".into(),
-                    name: "add".into(),
-                    arguments: "{\"a\": 1, \"b\": 2}".into()
-                },
-                ToolCall {
-                    id: String::new(),
-                    name: "square_root".into(),
-                    arguments: "{\"x\": 4}".into()
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn assistant_messages_with_calls_have_null_content() {
-        let value = message(&Message::Assistant {
-            text: String::new(),
-            tool_calls: vec![ToolCall {
-                id: "c1".into(),
-                name: "add".into(),
-                arguments: "{}".into(),
-            }],
-        });
-        assert_eq!(value["content"], Value::Null);
-        assert_eq!(value["tool_calls"][0]["function"]["arguments"], "{}");
-    }
-}
+mod tests;
