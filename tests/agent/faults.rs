@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::ErrorKind;
 use toolhost::agent::{AgentError, AgentOptions, RunOptions};
-use toolhost::llm::ProviderError;
-use toolhost_tests::model::{Format, Turn, call, calls, text};
+use toolhost::llm::{ChatRequest, Message, ModelConfig, ProviderError, ProviderKind, ToolChoice};
+use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
 
 use super::{ask, scripted};
 
@@ -85,10 +85,50 @@ async fn client_errors_are_not_retried() {
     let (model, agent) = scripted(Format::Anthropic, false, turns, AgentOptions::default()).await;
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(
-        error.to_string().contains("401: invalid x-api-key"),
+        matches!(error, ProviderError::Unauthorized { status: 401, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "401: invalid x-api-key; check the API key set by `api_key` in the manifest's \
+             [model] section"
+        ),
         "{error}"
     );
     assert_eq!(model.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_names_the_variable_it_came_from() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let model = ScriptedModel::start(format, vec![error(403, "forbidden", &[])]).await;
+        // PATH stands for a key variable: every environment has it.
+        let config = ModelConfig {
+            provider: Some(match format {
+                Format::OpenAi => ProviderKind::OpenAi,
+                Format::Anthropic => ProviderKind::Anthropic,
+            }),
+            base_url: Some(model.base_url()),
+            api_key_env: Some("PATH".into()),
+            ..ModelConfig::default()
+        };
+        let provider = config.connect().await.unwrap();
+        let request = ChatRequest {
+            messages: vec![Message::user("hi")],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            temperature: None,
+            max_tokens: None,
+            stream: false,
+        };
+        let error = provider.chat(&request, &mut |_| {}).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("403: forbidden; check the API key in the environment variable PATH"),
+            "{format:?}: {error}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,13 +166,16 @@ async fn a_connection_cut_mid_stream_is_an_error_not_a_hang() {
             .await
             .expect("no hang");
         let error = provider_error(result);
-        assert!(
-            matches!(
-                error,
-                ProviderError::Connection { .. } | ProviderError::Protocol { .. }
+        match &error {
+            ProviderError::Disconnected { .. } => assert!(
+                error
+                    .to_string()
+                    .contains("broke in the middle of the answer"),
+                "{error}"
             ),
-            "{format:?}: {error}"
-        );
+            ProviderError::Protocol { .. } => {}
+            other => panic!("{format:?}: {other}"),
+        }
     }
 }
 
@@ -163,7 +206,7 @@ async fn a_stream_that_stalls_times_out() {
         turn: Box::new(text("slow words")),
         pause: Duration::from_secs(30),
     };
-    let model = toolhost_tests::model::ScriptedModel::start(Format::Anthropic, vec![stalled]).await;
+    let model = ScriptedModel::start(Format::Anthropic, vec![stalled]).await;
     let options = toolhost::llm::HttpOptions {
         idle_timeout: Duration::from_millis(300),
         ..super::http_options()
@@ -179,10 +222,18 @@ async fn a_stream_that_stalls_times_out() {
     )
     .await
     .expect("the idle timeout fires first");
-    assert!(matches!(
-        provider_error(result),
-        ProviderError::Timeout { .. }
-    ));
+    let error = provider_error(result);
+    assert!(
+        matches!(error, ProviderError::Timeout { stalled: true, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "sent nothing for 300ms in the middle of a streamed answer; if the model \
+                       needs longer, raise `timeout` in the manifest's [model] section"
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,7 +299,15 @@ async fn an_unreachable_server_is_a_connection_error() {
     );
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(matches!(error, ProviderError::Connection { .. }), "{error}");
-    assert!(error.to_string().contains("cannot reach"), "{error}");
+    assert_eq!(
+        error.to_string(),
+        format!("cannot reach {url}: check `base_url` and that the server is up")
+    );
+    let cause = std::error::Error::source(&error).expect("the HTTP client's error is the cause");
+    assert!(
+        cause.to_string().contains("error sending request"),
+        "{cause}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::{LocalFormat, ModelConfig, ProviderKind};
-pub use error::{BoxError, ProviderError};
+pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
 pub use openai::{OpenAi, OpenAiProvider};
 pub use wire::WireProvider;

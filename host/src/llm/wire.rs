@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::error::BoxError;
 use super::http::{HttpClient, HttpOptions};
 use super::sse::Event;
-use super::{ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
 
 /// What a wire format decides.
 pub(crate) trait WireFormat: Send + Sync + 'static {
@@ -27,7 +27,7 @@ pub(crate) trait WireFormat: Send + Sync + 'static {
     fn url(base: &str) -> String;
 
     /// The headers of every request.
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)>;
+    fn headers(api_key: Option<&ApiKey>) -> Vec<(&'static str, String)>;
 
     /// The body of a request.
     fn body<'a>(model: &'a str, request: &'a ChatRequest) -> impl Serialize + 'a;
@@ -53,7 +53,7 @@ pub struct WireProvider<F> {
     http: HttpClient,
     url: String,
     model: String,
-    api_key: Option<String>,
+    api_key: Option<ApiKey>,
     format: PhantomData<fn() -> F>,
 }
 
@@ -62,12 +62,12 @@ pub struct WireProvider<F> {
 pub(crate) fn provider<F: WireFormat>(
     base_url: &str,
     model: &str,
-    api_key: Option<String>,
+    api_key: Option<ApiKey>,
     options: HttpOptions,
 ) -> Result<WireProvider<F>, ProviderError> {
     let base = base_url.trim_end_matches('/');
     Ok(WireProvider {
-        http: HttpClient::new(base, options)?,
+        http: HttpClient::new(base, options, ApiKey::origin(api_key.as_ref()))?,
         url: F::url(base),
         model: model.to_owned(),
         api_key,
@@ -87,7 +87,7 @@ async fn send<F: WireFormat>(
             source,
         ))
     })?;
-    let headers = F::headers(provider.api_key.as_deref());
+    let headers = F::headers(provider.api_key.as_ref());
     let response = http
         .post(&provider.url, &headers, body, request.stream)
         .await?;

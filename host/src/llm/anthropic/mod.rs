@@ -12,8 +12,8 @@ use super::http::HttpOptions;
 use super::sse::Event;
 use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice, Usage,
-    arguments_object,
+    ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
+    Usage, arguments_object,
 };
 use schema::{
     BlockDelta, BlockStart, ContentBlock, Delta, MessageDelta, MessageResponse, MessageStart,
@@ -39,7 +39,7 @@ impl AnthropicProvider {
     pub fn new(
         base_url: &str,
         model: &str,
-        api_key: Option<String>,
+        api_key: Option<ApiKey>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         wire::provider(base_url, model, api_key, options)
@@ -57,10 +57,10 @@ impl WireFormat for Anthropic {
         }
     }
 
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    fn headers(api_key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
         if let Some(key) = api_key {
-            headers.push(("x-api-key", key.to_owned()));
+            headers.push(("x-api-key", key.value.clone()));
         }
         headers
     }

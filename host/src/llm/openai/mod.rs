@@ -12,7 +12,8 @@ use super::http::HttpOptions;
 use super::sse::Event;
 use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
 use super::{
-    ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice, Usage,
+    ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
+    Usage,
 };
 use schema::{
     Chunk, Completion, FunctionDefinition, FunctionName, FunctionType, Request,
@@ -33,7 +34,7 @@ impl OpenAiProvider {
     pub fn new(
         base_url: &str,
         model: &str,
-        api_key: Option<String>,
+        api_key: Option<ApiKey>,
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         wire::provider(base_url, model, api_key, options)
@@ -48,9 +49,9 @@ impl WireFormat for OpenAi {
         format!("{base}/chat/completions")
     }
 
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    fn headers(api_key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
         match api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
+            Some(key) => vec![("authorization", format!("Bearer {}", key.value))],
             None => Vec::new(),
         }
     }
