@@ -23,10 +23,10 @@ use serde_json::Value;
 
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::{LocalFormat, ModelConfig, ProviderKind};
-pub use error::ProviderError;
+pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
 pub use openai::{OpenAi, OpenAiProvider};
-pub use wire::{WireFormat, WireProvider};
+pub use wire::WireProvider;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,18 +169,6 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Tokens generated.
     pub output_tokens: u64,
-}
-
-impl Usage {
-    /// The counts in `value["usage"]`, under the format's names for them.
-    pub(crate) fn from_json(value: &Value, input: &str, output: &str) -> Option<Usage> {
-        let usage = value.get("usage").filter(|u| u.is_object())?;
-        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-        Some(Usage {
-            input_tokens: count(input),
-            output_tokens: count(output),
-        })
-    }
 }
 
 impl std::ops::Add for Usage {
