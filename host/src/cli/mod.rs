@@ -14,7 +14,7 @@ use clap::{Args as ClapArgs, Parser, Subcommand};
 use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
 use toolhost::{Grants, Runtime, RuntimeConfig};
 
-pub use output::is_broken_pipe;
+pub use output::{is_broken_pipe, print_error};
 
 /// How a command ended, as its exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use toolhost::llm::{ModelConfig, ToolChoice};
 use toolhost::{Host, Runtime};
 
 use super::ExitStatus;
-use super::output::{print, print_json, println};
+use super::output::{one_line, print, print_error, print_json, println};
 
 /// Where the tools and the model come from, and how to run the loop.
 #[derive(Debug, Args)]
@@ -212,29 +212,9 @@ fn error_json(error: &AgentError) -> serde_json::Value {
     };
     json!({
         "ok": false,
-        "error": { "kind": error.kind(), "message": chain(error) },
+        "error": { "kind": error.kind(), "message": one_line(error) },
         "executions": executions,
     })
-}
-
-/// `error` and its causes on one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-fn print_error(error: AgentError) {
-    let error = anyhow::Error::from(error);
-    eprintln!("error: {error}");
-    for cause in error.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
-    }
 }
 
 impl RunArgs {
@@ -251,7 +231,7 @@ impl RunArgs {
                 }
                 Err(error) => {
                     print_json(&error_json(&error))?;
-                    print_error(error);
+                    print_error(&error);
                     Ok(ExitStatus::Failure)
                 }
             };
@@ -268,7 +248,7 @@ impl RunArgs {
                 Ok(ExitStatus::Success)
             }
             Err(error) => {
-                print_error(error);
+                print_error(&error);
                 Ok(ExitStatus::Failure)
             }
         }
@@ -312,7 +292,7 @@ impl ChatArgs {
                 .await
             {
                 Ok(result) => display.finish(&result)?,
-                Err(error) => print_error(error),
+                Err(error) => print_error(&error),
             }
         }
         Ok(ExitStatus::Success)
