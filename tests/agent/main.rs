@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
+mod approval;
 mod captured;
 mod cli;
 mod faults;

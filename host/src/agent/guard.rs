@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::execute::ToolExecution;
+use super::execute::{Outcome, ToolExecution};
 
 /// How many times the same call may fail before the run ends.
 pub(crate) const MAX_SAME_FAILURES: usize = 2;
@@ -74,30 +74,39 @@ impl Guard {
             if execution.repeat_of.is_some() {
                 continue;
             }
-            let key = call_key(&execution.name, &execution.arguments)
-                .unwrap_or_else(|| format!("{}\0{}", execution.name, execution.arguments));
-            match execution.error_message() {
-                None => {
+            match &execution.outcome {
+                Outcome::Ok => {
+                    let Some(key) = call_key(&execution.name, &execution.arguments) else {
+                        continue;
+                    };
                     self.succeeded.entry(key).or_insert_with(|| Earlier {
                         call_id: execution.call_id.clone(),
                         output: execution.output.clone(),
                     });
                 }
-                Some(error) => {
-                    let count = self.failures.entry(key).or_default();
-                    *count += 1;
-                    if *count >= MAX_SAME_FAILURES && repeated.is_none() {
-                        repeated = Some(RepeatedFailure {
-                            tool: execution.name.clone(),
-                            arguments: execution.arguments.clone(),
-                            error: error.to_owned(),
-                            count: *count,
-                        });
-                    }
+                Outcome::Error { message, .. } => {
+                    let failed = self.failed(&execution.name, &execution.arguments, message);
+                    repeated = repeated.or(failed);
                 }
+                // Not the tool's doing: a person said no.
+                Outcome::Rejected { .. } => {}
             }
         }
         repeated
+    }
+
+    /// Counts a failure of a call (one that ran, or an invalid one); returns it when the same
+    /// call has now failed [`MAX_SAME_FAILURES`] times.
+    pub fn failed(&mut self, name: &str, arguments: &str, error: &str) -> Option<RepeatedFailure> {
+        let key = call_key(name, arguments).unwrap_or_else(|| format!("{name}\0{arguments}"));
+        let count = self.failures.entry(key).or_default();
+        *count += 1;
+        (*count >= MAX_SAME_FAILURES).then(|| RepeatedFailure {
+            tool: name.to_owned(),
+            arguments: arguments.to_owned(),
+            error: error.to_owned(),
+            count: *count,
+        })
     }
 }
 
