@@ -495,6 +495,61 @@ mod tests {
     }
 
     #[test]
+    fn approval_error_and_audit_settings_are_read() {
+        let manifest = parse(
+            r#"
+            [tools.write_note]
+            approval = "always"
+            on_error = "fail_run"
+            [tools.read_file]
+            approval = "never"
+            [approval]
+            ask_for = ["write-dir", "http", "unsandboxed"]
+            [audit]
+            path = "logs/audit.jsonl"
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = manifest.approval_rules();
+        assert_eq!(rules.tools["write_note"], ApprovalMode::Always);
+        assert_eq!(rules.tools["read_file"], ApprovalMode::Never);
+        assert_eq!(
+            rules.ask_for,
+            BTreeSet::from([AskFor::WriteDir, AskFor::Http, AskFor::Unsandboxed])
+        );
+        assert_eq!(
+            manifest.fail_run_tools(),
+            BTreeSet::from(["write_note".to_owned()])
+        );
+        assert_eq!(
+            manifest.audit_path(),
+            Some(PathBuf::from("/etc/tools/logs/audit.jsonl"))
+        );
+    }
+
+    #[test]
+    fn bad_approval_and_loop_values_name_what_is_accepted() {
+        for (text, expected) in [
+            (
+                "[tools.a]\napproval = \"sometimes\"\n",
+                "expected `always` or `never`",
+            ),
+            (
+                "[tools.a]\non_error = \"ignore\"\n",
+                "expected `to_model` or `fail_run`",
+            ),
+            ("[approval]\nask_for = [\"disk\"]\n", "`write-dir`"),
+            ("[approval]\nask = [\"http\"]\n", "unknown field `ask`"),
+            ("[audit]\nfile = \"a\"\n", "unknown field `file`"),
+            ("[model]\nmax_parallel_calls = 0\n", "nonzero"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let message = format!("{:#}", anyhow::Error::from(error));
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+
+    #[test]
     fn a_missing_manifest_says_where_to_find_one() {
         let error = Manifest::load(Path::new("/surely/not/here.toml")).unwrap_err();
         assert!(matches!(error, ManifestError::NotFound { .. }));

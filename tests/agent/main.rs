@@ -5,12 +5,15 @@
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 mod approval;
+mod approve_cli;
+mod audit;
 mod captured;
 mod cli;
 mod faults;
 mod guards;
 mod host;
 mod local;
+mod policies;
 mod readme;
 mod rules;
 mod wire;
