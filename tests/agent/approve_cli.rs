@@ -444,3 +444,71 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
         assert!(untouched.requests().is_empty());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_killed_while_asking_resumes_the_question_in_another_process() {
+    let (dir, manifest) = manifest("[tools.add]\napproval = \"always\"\n");
+    let session = dir.path().join("chat.json");
+    let chat = |model: &ScriptedModel| {
+        let mut command = host();
+        command.args([
+            "chat",
+            "-m",
+            &manifest,
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &model.base_url(),
+            "--session",
+            session.to_str().unwrap(),
+        ]);
+        command
+    };
+
+    let first = ScriptedModel::start(
+        Format::OpenAi,
+        vec![calls(vec![call("c1", "add", r#"{"a": 2, "b": 40}"#)])],
+    )
+    .await;
+    let command = chat(&first);
+    tokio::task::spawn_blocking(move || {
+        let mut terminal = OnTerminal::spawn(command);
+        terminal.wait_for("> ", 1);
+        terminal.type_line("What is 2+40?");
+        terminal.wait_for("run it?", 1);
+        terminal.child.kill().unwrap(); // SIGKILL, with the question on the screen
+        terminal.finish();
+    })
+    .await
+    .unwrap();
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert_eq!(
+        saved["run"]["turn"]["approvals"][0]["call_id"], "c1",
+        "the session holds the paused run: {saved}"
+    );
+
+    // Another process, another model server: the question comes back first.
+    let second = ScriptedModel::start(Format::OpenAi, vec![text("It is 42.")]).await;
+    let command = chat(&second);
+    let (stdout, screen) = tokio::task::spawn_blocking(move || {
+        let mut terminal = OnTerminal::spawn(command);
+        terminal.wait_for("run it?", 1);
+        terminal.type_line("y");
+        terminal.wait_for("> ", 1);
+        terminal.type_line("/exit");
+        let (out, screen) = terminal.finish();
+        assert!(out.status.success(), "{screen}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), screen)
+    })
+    .await
+    .unwrap();
+    assert!(
+        screen.contains(r#"? add wants to run with {"a": 2, "b": 40}"#),
+        "{screen}"
+    );
+    assert_eq!(stdout, "It is 42.\n");
+    let results = sent::results(Format::OpenAi, &second.bodies()[0]);
+    assert_eq!(results, [("c1".to_owned(), "42.0".to_owned(), false)]);
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert!(saved.get("run").is_none(), "the run is over: {saved}");
+}
