@@ -122,12 +122,11 @@ impl Conversation {
             run: saved.run,
         };
         // A history whose calls and results do not pair up would fail at the next request;
-        // say so now, while it is being read.
-        if conversation.run.is_none() {
-            conversation.check_answered().map_err(|error| {
-                FormatError::Damaged(serde::de::Error::custom(error.to_string()))
-            })?;
-        }
+        // say so now, while it is being read. (The last turn's calls may wait for results:
+        // a paused run's, or a caller's who runs tools itself.)
+        conversation
+            .open_calls()
+            .map_err(|error| FormatError::Damaged(serde::de::Error::custom(error.to_string())))?;
         Ok(conversation)
     }
 
@@ -255,43 +254,40 @@ impl Conversation {
     /// Checks that every tool call has its result, as every provider requires before the
     /// next request.
     pub fn check_answered(&self) -> Result<(), AgentError> {
-        let mut open: Vec<&ToolCall> = Vec::new();
-        for message in &self.messages {
-            match message {
-                Message::Assistant { tool_calls, .. } => {
-                    if let Some(call) = open.first() {
-                        return Err(AgentError::UnansweredToolCall {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                    open = tool_calls.iter().collect();
-                }
-                Message::ToolResult { call_id, .. } => {
-                    let Some(position) = open.iter().position(|c| &c.id == call_id) else {
-                        return Err(AgentError::NoSuchPendingCall {
-                            id: call_id.clone(),
-                        });
-                    };
-                    open.remove(position);
-                }
-                Message::User { .. } | Message::System { .. } => {
-                    if let Some(call) = open.first() {
-                        return Err(AgentError::UnansweredToolCall {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        match open.first() {
+        match self.open_calls()?.first() {
             Some(call) => Err(AgentError::UnansweredToolCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
             }),
             None => Ok(()),
         }
+    }
+
+    /// The calls of the last model turn still without a result, after checking that every
+    /// earlier call has one and every result answers a call.
+    fn open_calls(&self) -> Result<Vec<&ToolCall>, AgentError> {
+        let mut open: Vec<&ToolCall> = Vec::new();
+        for message in &self.messages {
+            if let Message::ToolResult { call_id, .. } = message {
+                let Some(position) = open.iter().position(|c| &c.id == call_id) else {
+                    return Err(AgentError::NoSuchPendingCall {
+                        id: call_id.clone(),
+                    });
+                };
+                open.remove(position);
+                continue;
+            }
+            if let Some(call) = open.first() {
+                return Err(AgentError::UnansweredToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+            }
+            if let Message::Assistant { tool_calls, .. } = message {
+                open = tool_calls.iter().collect();
+            }
+        }
+        Ok(open)
     }
 
     /// Records the model's turn. Calls without an id, or with one used before, get a new one
@@ -376,6 +372,24 @@ mod tests {
         let all: Vec<&ToolCall> = first.iter().chain(&second).collect();
         let ids: HashSet<&str> = all.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), 4, "all ids are unique: {first:?} {second:?}");
+    }
+
+    #[test]
+    fn a_saved_conversation_reads_back_with_calls_still_open_but_not_with_stray_results() {
+        let mut conversation = Conversation::new();
+        conversation.push_user("hi");
+        conversation.push_assistant(String::new(), vec![call("a"), call("b")]);
+        conversation.submit("a", Ok("1".into())).unwrap();
+        let saved = serde_json::to_string(&conversation).unwrap();
+        let read = Conversation::from_json(&saved).unwrap();
+        assert_eq!(read, conversation);
+        assert_eq!(read.pending_calls().len(), 1, "b still waits for its result");
+
+        let mut value: Value = serde_json::from_str(&saved).unwrap();
+        value["messages"][2]["call_id"] = "zzz".into();
+        let error = Conversation::from_json(&value.to_string()).unwrap_err();
+        assert!(matches!(error, FormatError::Damaged(_)), "{error}");
+        assert!(format!("{:#}", anyhow::Error::from(error)).contains("zzz"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! order, every failure turned into an error result the model can read, every call recorded
 //! in the audit log before its result goes back to the model.
 
+use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 use std::time::{Duration, Instant};
 
@@ -258,7 +259,7 @@ async fn execute_one(
 /// can run.
 pub(crate) fn check_call(
     call: &ToolCall,
-    offered: &std::collections::BTreeSet<String>,
+    offered: &BTreeSet<String>,
     round: usize,
 ) -> Option<InvalidCall> {
     let (problem, error) = if !offered.contains(&call.name) {

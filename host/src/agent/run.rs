@@ -177,7 +177,7 @@ impl Agent {
                 }
                 let first = state.rounds() == 0;
                 // After a repeated call the model has what it needs: no tools, so it answers.
-                let tools = if state.guard().take_answer_next() {
+                let tools = if state.guard_mut().take_answer_next() {
                     Vec::new()
                 } else {
                     self.offered(conversation.messages(), options)
@@ -243,10 +243,7 @@ impl Agent {
         let mut approvals = Vec::new();
         for call in &calls {
             let runs = check_call(call, &offered, round).is_none()
-                && state
-                    .guard_ref()
-                    .earlier(&call.name, &call.arguments)
-                    .is_none();
+                && state.guard().earlier(&call.name, &call.arguments).is_none();
             if !runs {
                 continue;
             }
@@ -313,7 +310,7 @@ impl Agent {
                 if let Some(invalid) = check_call(call, &turn.offered, round) {
                     return Plan::Invalid(invalid);
                 }
-                if let Some(earlier) = state.guard_ref().earlier(&call.name, &call.arguments) {
+                if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
                     return Plan::Answered(ToolExecution::repeat(call, earlier, round));
                 }
                 match turn.decision(&call.id) {
@@ -373,10 +370,11 @@ impl Agent {
             let execution = match plan {
                 Plan::Invalid(invalid) => {
                     conversation.submit(&call.id, Err(invalid.message.clone()))?;
-                    let failed =
-                        state
-                            .guard()
-                            .failed(&invalid.name, &invalid.arguments, &invalid.message);
+                    let failed = state.guard_mut().failed(
+                        &invalid.name,
+                        &invalid.arguments,
+                        &invalid.message,
+                    );
                     repeated_failure = repeated_failure.or(failed);
                     state.push_invalid(invalid);
                     continue;
@@ -391,9 +389,9 @@ impl Agent {
             done.push(execution);
         }
         if done.iter().any(|e| e.repeat_of.is_some()) {
-            state.guard().repeated();
+            state.guard_mut().repeated();
         }
-        let failed = state.guard().record(&done);
+        let failed = state.guard_mut().record(&done);
         let repeated_failure = repeated_failure.or(failed);
         let fail_run = done
             .iter()

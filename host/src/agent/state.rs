@@ -102,36 +102,35 @@ impl RunState {
     /// [`Decision::ApproveForRun`] also approves the other pending calls of the same tool,
     /// and every later one in the run.
     pub fn decide(&mut self, call_id: &str, decision: Decision) -> Result<(), AgentError> {
-        let no_such = || AgentError::NoSuchPendingCall {
-            id: call_id.to_owned(),
+        let turn = self.turn.as_mut();
+        let Some(pending) = turn.and_then(|turn| {
+            turn.approvals
+                .iter_mut()
+                .find(|pending| pending.call_id == call_id)
+        }) else {
+            return Err(AgentError::NoSuchPendingCall {
+                id: call_id.to_owned(),
+            });
         };
-        let turn = self.turn.as_mut().ok_or_else(no_such)?;
-        let pending = turn
-            .approvals
-            .iter_mut()
-            .find(|pending| pending.call_id == call_id)
-            .ok_or_else(no_such)?;
+        pending.decision = Some(decision.clone());
         if decision == Decision::ApproveForRun {
             let tool = pending.tool.clone();
-            for other in &mut turn.approvals {
+            for other in self.turn.iter_mut().flat_map(|turn| &mut turn.approvals) {
                 if other.tool == tool && other.decision.is_none() {
                     other.decision = Some(Decision::ApproveForRun);
                 }
             }
             self.approved_tools.insert(tool);
         }
-        if let Some(pending) = turn.approvals.iter_mut().find(|p| p.call_id == call_id) {
-            pending.decision = Some(decision);
-        }
         Ok(())
     }
 
-    pub(crate) fn guard(&mut self) -> &mut Guard {
-        &mut self.guard
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
     }
 
-    pub(crate) fn guard_ref(&self) -> &Guard {
-        &self.guard
+    pub(crate) fn guard_mut(&mut self) -> &mut Guard {
+        &mut self.guard
     }
 
     pub(crate) fn approved_for_run(&self, tool: &str) -> bool {
