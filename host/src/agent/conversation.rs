@@ -383,7 +383,11 @@ mod tests {
         let saved = serde_json::to_string(&conversation).unwrap();
         let read = Conversation::from_json(&saved).unwrap();
         assert_eq!(read, conversation);
-        assert_eq!(read.pending_calls().len(), 1, "b still waits for its result");
+        assert_eq!(
+            read.pending_calls().len(),
+            1,
+            "b still waits for its result"
+        );
 
         let mut value: Value = serde_json::from_str(&saved).unwrap();
         value["messages"][2]["call_id"] = "zzz".into();
