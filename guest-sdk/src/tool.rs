@@ -109,7 +109,8 @@ impl Tool {
     /// The arguments type `A` must deserialize from a JSON object (a struct); its
     /// [`JsonSchema`] becomes the tool's input schema, with its doc comments as field
     /// descriptions. The result type `R` is serialized to JSON; a string is returned as plain
-    /// text.
+    /// text; `()` (a tool that only acts) returns nothing, which the host reports to the model
+    /// as `Success`.
     pub fn new<A, R, F>(name: &str, description: &str, function: F) -> Self
     where
         A: DeserializeOwned + JsonSchema,
@@ -128,9 +129,13 @@ impl Tool {
         R: Serialize + JsonSchema,
         F: Fn(A, &CallContext) -> Result<R, ToolError> + 'static,
     {
+        let nothing = returns_nothing::<R>();
         let handler = move |arguments: &str, context: &CallContext| {
             let args: A = serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)?;
             let result = function(args, context)?;
+            if nothing {
+                return Ok(String::new());
+            }
             render_result(&result)
         };
         Self {
@@ -159,9 +164,10 @@ impl Tool {
         (self.input_schema)().to_value()
     }
 
-    /// The JSON Schema of the result.
-    pub fn output_schema(&self) -> serde_json::Value {
-        (self.output_schema)().to_value()
+    /// The JSON Schema of the result; `None` when the tool returns nothing.
+    pub fn output_schema(&self) -> Option<serde_json::Value> {
+        let schema = (self.output_schema)();
+        (!is_nothing(&schema)).then(|| schema.to_value())
     }
 
     /// Runs the tool on `arguments` (a JSON object as text), as the host would.
@@ -192,6 +198,16 @@ fn schema_for<T: JsonSchema>() -> Schema {
         .into_root_schema_for::<T>();
     schema.remove("title");
     schema
+}
+
+/// Whether `R` can only be "nothing": `()` or a unit struct, whose schema is `null` alone.
+/// (An `Option` that is `None` is a value, and is returned as `null`.)
+fn returns_nothing<R: JsonSchema>() -> bool {
+    is_nothing(&schema_for::<R>())
+}
+
+fn is_nothing(schema: &Schema) -> bool {
+    schema.get("type") == Some(&serde_json::Value::from("null"))
 }
 
 fn render_result<R: Serialize>(result: &R) -> Result<String, ToolError> {
@@ -248,6 +264,25 @@ mod tests {
             Err(ToolError::InvalidArguments(message)) => assert!(message.contains("`b`")),
             other => panic!("expected invalid arguments, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_tool_that_returns_nothing_sends_nothing() {
+        let tool = Tool::new("forget", "Forgets.", |_: Pair| Ok(()));
+        assert_eq!(
+            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
+            Ok(String::new()),
+            "not `null`: the host says `Success` to the model"
+        );
+        assert_eq!(tool.output_schema(), None);
+        // `None` of an `Option` is a value the tool returned.
+        let tool = Tool::new("find", "Finds.", |_: Pair| Ok(None::<String>));
+        assert_eq!(
+            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
+            Ok("null".to_owned())
+        );
+        assert!(tool.output_schema().is_some());
+        assert_eq!(add_tool().output_schema().unwrap()["type"], "number");
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 use crate::agent::{
-    Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult,
+    Agent, AgentConfig, AgentError, AgentOptions, AuditLog, Conversation, RunEnd, RunOptions,
+    RunResult,
 };
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, ToolOptions};
@@ -42,6 +43,7 @@ pub struct Host {
     model: ModelConfig,
     agent: AgentOptions,
     tools: BTreeMap<String, ToolOptions>,
+    audit: Option<Arc<AuditLog>>,
     provider: OnceCell<Arc<dyn Provider>>,
 }
 
@@ -64,6 +66,15 @@ pub enum HostError {
     /// The settings contradict each other or name something that is not there.
     #[error("{0}")]
     Config(String),
+    /// The audit log could not be opened.
+    #[error("cannot open the audit log {}", path.display())]
+    Audit {
+        /// The log file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Sets up a [`Host`]: from a manifest, from components and sources given here, or both, with
@@ -79,6 +90,7 @@ pub struct HostBuilder {
     limits: LimitsConfig,
     model: ModelConfig,
     agent: AgentConfig,
+    audit: Option<PathBuf>,
     connect: bool,
 }
 
@@ -133,6 +145,12 @@ impl HostBuilder {
         self
     }
 
+    /// Records every tool call to the audit log at `path` (over the manifest's `[audit]`).
+    pub fn audit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit = Some(path.into());
+        self
+    }
+
     /// Connects the model while the tools load (for the local model: starts its server), so
     /// that a caller who will run the loop anyway does not wait for one and then the other.
     pub fn connect_model(mut self, connect: bool) -> Self {
@@ -155,7 +173,15 @@ impl HostBuilder {
         let model = manifest.model.clone().overridden_by(self.model);
         let agent_config = manifest.agent.clone().merged(self.agent);
         let mut options = agent_config.options(model.kind());
-        options.return_direct = manifest.return_direct_tools();
+        options.stop_at.extend(manifest.return_direct_tools());
+        options.fail_run = manifest.fail_run_tools();
+        options.approval = manifest.approval_rules();
+        let audit = match self.audit.or_else(|| manifest.audit_path()) {
+            Some(path) => Some(Arc::new(
+                AuditLog::open(&path).map_err(|source| HostError::Audit { path, source })?,
+            )),
+            None => None,
+        };
 
         let configs = manifest
             .component_configs()
@@ -179,11 +205,13 @@ impl HostBuilder {
             builder.build().await?
         };
         check_tool_options(&toolbox, &manifest.tools)?;
+        check_stop_at(&toolbox, &options)?;
         Ok(Host {
             toolbox: Arc::new(toolbox),
             model,
             agent: options,
             tools: manifest.tools,
+            audit,
             provider,
         })
     }
@@ -217,6 +245,22 @@ fn check_tool_options(
         names.join("], [tools."),
         catalog.names().join(", ")
     )))
+}
+
+/// Every tool `stop_at` names must be loaded.
+fn check_stop_at(toolbox: &Toolbox, options: &AgentOptions) -> Result<(), HostError> {
+    let catalog = toolbox.catalog();
+    match options
+        .stop_at
+        .iter()
+        .find(|name| catalog.get(name).is_none())
+    {
+        Some(name) if toolbox.skipped().is_empty() => Err(HostError::Config(format!(
+            "stop_at names `{name}`, but no loaded tool has that name; the tools are: {}",
+            catalog.names().join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl Host {
@@ -274,20 +318,33 @@ impl Host {
             .get_or_try_init(|| self.model.connect())
             .await?
             .clone();
-        Ok(Agent::new(
-            provider,
-            self.toolbox.clone(),
-            self.agent.clone(),
-        ))
+        let agent = Agent::new(provider, self.toolbox.clone(), self.agent.clone());
+        Ok(match &self.audit {
+            Some(audit) => agent.with_audit(audit.clone()),
+            None => agent,
+        })
     }
 
-    /// Asks the model `question`, running the tools it calls, until it answers.
+    /// The audit log every agent of this host writes to, if there is one.
+    pub fn audit_log(&self) -> Option<&Arc<AuditLog>> {
+        self.audit.as_ref()
+    }
+
+    /// Asks the model `question`, running the tools it calls, until it answers. A call that
+    /// needs approval ends it with [`AgentError::ApprovalNeeded`]: there is no one to ask
+    /// here; [`Host::agent`] and [`Agent::run`] pause for a decision instead.
     pub async fn run(&self, question: &str) -> Result<RunResult, AgentError> {
         let agent = self.agent().await?;
         let mut conversation = Conversation::new();
         conversation.push_user(question);
-        agent
+        let result = agent
             .run(&mut conversation, &RunOptions::default(), &mut |_| {})
-            .await
+            .await?;
+        match (result.end, result.pending.first()) {
+            (RunEnd::Paused, Some(pending)) => Err(AgentError::ApprovalNeeded {
+                tool: pending.tool.clone(),
+            }),
+            _ => Ok(result),
+        }
     }
 }

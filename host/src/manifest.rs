@@ -32,7 +32,17 @@
 //! max_rounds = 10
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
-//! return_direct = true
+//! return_direct = true        # its result is the answer (like [model] stop_at)
+//!
+//! [tools.write_note]
+//! approval = "always"         # ask before every call ("never": not even when a rule says so)
+//! on_error = "fail_run"       # a failure ends the run ("to_model", the default: the model sees it)
+//!
+//! [approval]                  # ask before any call of a tool holding one of these
+//! ask_for = ["write-dir", "http", "socket"]   # also: read-dir, env, unsandboxed, any
+//!
+//! [audit]                     # one JSON line per tool call, created 0600
+//! path = "audit.jsonl"
 //! ```
 //!
 //! Relative paths (components, granted directories) are relative to the manifest's directory.
@@ -42,7 +52,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::agent::AgentConfig;
+use crate::agent::{AgentConfig, ApprovalMode, ApprovalRules, AskFor, OnError};
 use crate::component::ComponentConfig;
 use crate::llm::ModelConfig;
 use crate::sandbox::{Grants, Limits, LimitsConfig};
@@ -64,8 +74,30 @@ pub struct Manifest {
     pub agent: AgentConfig,
     /// Options of single tools, by the name the model sees.
     pub tools: BTreeMap<String, ToolOptions>,
+    /// Which calls wait for approval, by what their tools hold (`[approval]`).
+    pub approval: ApprovalSection,
+    /// Where every tool call is recorded (`[audit]`).
+    pub audit: Option<AuditSection>,
     /// The file it was read from, when it was read from one.
     pub path: Option<PathBuf>,
+}
+
+/// The `[approval]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSection {
+    /// Calls of tools holding any of these wait for approval: `write-dir`, `read-dir`, `env`,
+    /// `http`, `socket`, `unsandboxed` (MCP servers and the application's own tools), `any`.
+    #[serde(default)]
+    pub ask_for: BTreeSet<AskFor>,
+}
+
+/// The `[audit]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// The log file (JSON lines, appended; relative to the manifest's directory).
+    pub path: PathBuf,
 }
 
 /// One component of a manifest.
@@ -102,9 +134,16 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOptions {
-    /// The tool's result is the run's answer: no further model request.
+    /// The tool's result is the run's answer: no further model request (the same as naming
+    /// it in `[model] stop_at`).
     #[serde(default)]
     pub return_direct: bool,
+    /// Whether its calls wait for approval: `always`, or `never` (over `[approval]` rules).
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
+    /// What its failure does: `to_model` (the default) or `fail_run`.
+    #[serde(default)]
+    pub on_error: OnError,
 }
 
 /// Why a manifest could not be used.
@@ -153,6 +192,10 @@ struct RawManifest {
     model: ModelSection,
     #[serde(default)]
     tools: BTreeMap<String, ToolOptions>,
+    #[serde(default)]
+    approval: ApprovalSection,
+    #[serde(default)]
+    audit: Option<AuditSection>,
 }
 
 #[derive(Default, Deserialize)]
@@ -171,6 +214,8 @@ impl From<RawManifest> for Manifest {
             model: raw.model.model,
             agent: raw.model.agent,
             tools: raw.tools,
+            approval: raw.approval,
+            audit: raw.audit,
             path: None,
         }
     }
@@ -191,6 +236,8 @@ const MODEL_KEYS: &[&str] = &[
     "max_rounds",
     "system",
     "stream",
+    "stop_at",
+    "max_parallel_calls",
 ];
 
 impl Manifest {
@@ -243,9 +290,37 @@ impl Manifest {
 
     /// The tools marked `return_direct`.
     pub fn return_direct_tools(&self) -> BTreeSet<String> {
+        self.tools_where(|options| options.return_direct)
+    }
+
+    /// The tools whose failure ends the run (`on_error = "fail_run"`).
+    pub fn fail_run_tools(&self) -> BTreeSet<String> {
+        self.tools_where(|options| options.on_error == OnError::FailRun)
+    }
+
+    /// Which calls wait for approval: the `[approval]` rules and every tool's `approval`.
+    pub fn approval_rules(&self) -> ApprovalRules {
+        ApprovalRules {
+            tools: self
+                .tools
+                .iter()
+                .filter_map(|(name, options)| Some((name.clone(), options.approval?)))
+                .collect(),
+            ask_for: self.approval.ask_for.clone(),
+        }
+    }
+
+    /// The audit log's path, resolved against the manifest's directory.
+    pub fn audit_path(&self) -> Option<PathBuf> {
+        self.audit
+            .as_ref()
+            .map(|audit| self.base_dir().join(&audit.path))
+    }
+
+    fn tools_where(&self, accept: impl Fn(&ToolOptions) -> bool) -> BTreeSet<String> {
         self.tools
             .iter()
-            .filter(|(_, options)| options.return_direct)
+            .filter(|(_, options)| accept(options))
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -372,6 +447,8 @@ mod tests {
             max_rounds = 3
             system = "s"
             stream = false
+            stop_at = ["add"]
+            max_parallel_calls = 2
         "#;
         let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
         let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
@@ -383,6 +460,7 @@ mod tests {
         let agent = &manifest.agent;
         assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
         assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
+        assert!(agent.stop_at.is_some() && agent.max_parallel_calls.is_some());
     }
 
     #[test]
@@ -414,6 +492,61 @@ mod tests {
             text.contains("max_rounds") || text.contains("invalid type"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn approval_error_and_audit_settings_are_read() {
+        let manifest = parse(
+            r#"
+            [tools.write_note]
+            approval = "always"
+            on_error = "fail_run"
+            [tools.read_file]
+            approval = "never"
+            [approval]
+            ask_for = ["write-dir", "http", "unsandboxed"]
+            [audit]
+            path = "logs/audit.jsonl"
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = manifest.approval_rules();
+        assert_eq!(rules.tools["write_note"], ApprovalMode::Always);
+        assert_eq!(rules.tools["read_file"], ApprovalMode::Never);
+        assert_eq!(
+            rules.ask_for,
+            BTreeSet::from([AskFor::WriteDir, AskFor::Http, AskFor::Unsandboxed])
+        );
+        assert_eq!(
+            manifest.fail_run_tools(),
+            BTreeSet::from(["write_note".to_owned()])
+        );
+        assert_eq!(
+            manifest.audit_path(),
+            Some(PathBuf::from("/etc/tools/logs/audit.jsonl"))
+        );
+    }
+
+    #[test]
+    fn bad_approval_and_loop_values_name_what_is_accepted() {
+        for (text, expected) in [
+            (
+                "[tools.a]\napproval = \"sometimes\"\n",
+                "expected `always` or `never`",
+            ),
+            (
+                "[tools.a]\non_error = \"ignore\"\n",
+                "expected `to_model` or `fail_run`",
+            ),
+            ("[approval]\nask_for = [\"disk\"]\n", "`write-dir`"),
+            ("[approval]\nask = [\"http\"]\n", "unknown field `ask`"),
+            ("[audit]\nfile = \"a\"\n", "unknown field `file`"),
+            ("[model]\nmax_parallel_calls = 0\n", "nonzero"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let message = format!("{:#}", anyhow::Error::from(error));
+            assert!(message.contains(expected), "{text}: {message}");
+        }
     }
 
     #[test]

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::ErrorKind;
 use toolhost::agent::{AgentError, AgentOptions, RunOptions};
 use toolhost::llm::{ChatRequest, Message, ModelConfig, ProviderError, ProviderKind, ToolChoice};
 use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
@@ -318,9 +317,10 @@ async fn invalid_json_arguments_from_a_stream_are_reported_to_the_model() {
     ];
     let (model, agent) = scripted(Format::OpenAi, true, turns, AgentOptions::default()).await;
     let result = ask(&agent, "2*3", &RunOptions::default()).await.0.unwrap();
+    assert!(result.executions.is_empty());
     assert_eq!(
-        result.executions[0].error_kind(),
-        Some(ErrorKind::InvalidArguments)
+        result.invalid_calls[0].problem,
+        toolhost::agent::InvalidProblem::ArgumentsNotJson
     );
     let second = &model.bodies()[1];
     assert_eq!(

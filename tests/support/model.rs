@@ -53,6 +53,14 @@ pub enum Turn {
     },
     /// The token limit hit in the middle of a tool call: finish reason `length`.
     CutOffCall(Call),
+    /// Text and calls, the token limit hit in the middle of the last one: finish reason
+    /// `length`.
+    CutOffAfter {
+        /// Text ahead of the calls.
+        text: String,
+        /// The calls, the last one cut off.
+        calls: Vec<Call>,
+    },
     /// An error status with a body in the format's error shape, and optional headers.
     Error {
         /// The status.
@@ -224,6 +232,7 @@ fn parts(turn: &Turn) -> (&str, Vec<Call>, &'static str) {
         Turn::Text(text) => (text, Vec::new(), "stop"),
         Turn::Calls { text, calls } => (text, calls.clone(), "tool_calls"),
         Turn::CutOffCall(call) => ("", vec![call.clone()], "length"),
+        Turn::CutOffAfter { text, calls } => (text, calls.clone(), "length"),
         _ => ("", Vec::new(), "stop"),
     }
 }

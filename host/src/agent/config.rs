@@ -1,7 +1,10 @@
 //! How the loop runs, as a manifest or a command line says it: every setting optional, over
 //! the defaults, and resolved into [`AgentOptions`] for the model at hand.
 
-use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
+
+use serde::{Deserialize, Serialize};
 
 use super::AgentOptions;
 use crate::llm::ProviderKind;
@@ -23,6 +26,21 @@ pub struct AgentConfig {
     pub system: Option<String>,
     /// Whether to stream answers (default true).
     pub stream: Option<bool>,
+    /// Tools whose successful call ends the run, with its result as the answer.
+    pub stop_at: Option<BTreeSet<String>>,
+    /// The most calls of one model turn that run at once (default: all of them).
+    pub max_parallel_calls: Option<NonZeroUsize>,
+}
+
+/// What a tool's failure does to the run (a manifest's `on_error` under `[tools.NAME]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// The model gets the error as the call's result, and the run goes on.
+    #[default]
+    ToModel,
+    /// The run ends with the error.
+    FailRun,
 }
 
 /// The local model's temperature when none is set.
@@ -36,7 +54,15 @@ impl AgentConfig {
         macro_rules! take {
             ($($field:ident),*) => { $( if over.$field.is_some() { self.$field = over.$field; } )* };
         }
-        take!(temperature, max_tokens, max_rounds, system, stream);
+        take!(
+            temperature,
+            max_tokens,
+            max_rounds,
+            system,
+            stream,
+            stop_at,
+            max_parallel_calls
+        );
         self
     }
 
@@ -50,6 +76,8 @@ impl AgentConfig {
             temperature: self.temperature.or(local.then_some(LOCAL_TEMPERATURE)),
             max_tokens: self.max_tokens.or(local.then_some(LOCAL_MAX_TOKENS)),
             stream: self.stream.unwrap_or(defaults.stream),
+            stop_at: self.stop_at.clone().unwrap_or_default(),
+            max_parallel_calls: self.max_parallel_calls,
             ..defaults
         }
     }

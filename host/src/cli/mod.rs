@@ -1,10 +1,12 @@
 //! The `host` command line: argument definitions and the commands.
 
+mod approve;
 mod call;
 mod inspect;
 mod output;
 mod progress;
 mod run;
+mod session;
 mod tools;
 
 use std::path::{Path, PathBuf};

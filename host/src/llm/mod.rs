@@ -163,7 +163,7 @@ pub enum FinishReason {
 }
 
 /// Token counts, when the server reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of the request.
     pub input_tokens: u64,
