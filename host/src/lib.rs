@@ -39,6 +39,7 @@ mod error;
 mod host;
 pub mod llm;
 mod manifest;
+pub mod mcp;
 mod report;
 mod runtime;
 pub mod sandbox;
@@ -47,7 +48,7 @@ mod spec;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};
-pub use call::{CallContext, ToolOutput};
+pub use call::{CallContext, ToolImage, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};

@@ -325,6 +325,9 @@ impl Agent {
             let mut executions = Vec::new();
             let mut usage = Usage::default();
             for round in 1..=self.options.max_rounds {
+                // A source whose tools changed during the last turn (an MCP server said so)
+                // lists them again now, so the model is offered what exists.
+                self.toolbox.refresh().await;
                 let tools = self.offered(conversation.messages(), options);
                 let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
                 let (step, step_usage) = self
@@ -391,6 +394,7 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Step, AgentError> {
         let round = conversation.turns() + 1;
+        self.toolbox.refresh().await;
         let tools = self.offered(conversation.messages(), options);
         Ok(self
             .request(conversation, tools, options, round, events)
