@@ -14,6 +14,7 @@ use crate::agent::{
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, ToolOptions};
 use crate::mcp::client::McpServerConfig;
+use crate::native::NativeTools;
 use crate::sandbox::LimitsConfig;
 use crate::source::{SourceOptions, ToolSource};
 use crate::{
@@ -119,6 +120,12 @@ impl HostBuilder {
     pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
         self.sources.push((source, options));
         self
+    }
+
+    /// Adds the application's own functions as tools, under their own names. They run in
+    /// this process, **not sandboxed** (see [`NativeTools`]).
+    pub fn native(self, tools: NativeTools) -> Self {
+        self.source(Arc::new(tools), SourceOptions::default())
     }
 
     /// Limits over every component's own (a command line's `--memory`, say); its `timeout`

@@ -5,7 +5,7 @@
 //! Three kinds come with toolhost: sandboxed WebAssembly components
 //! ([`LoadedComponent`](crate::LoadedComponent)), MCP servers
 //! ([`McpServer`](crate::mcp::client::McpServer)) and native Rust functions of the embedding
-//! application; an application can add its own. Only
+//! application ([`NativeTools`](crate::NativeTools)); an application can add its own. Only
 //! components are sandboxed: every other source runs with the authority of whatever runs it
 //! (an MCP server as the user who started the host, a native function inside the host
 //! process), which [`Origin::is_sandboxed`] says.
