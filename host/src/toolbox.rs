@@ -41,6 +41,7 @@ struct Slot {
     source: Arc<dyn ToolSource>,
     options: SourceOptions,
     component: Option<Arc<LoadedComponent>>,
+    mcp: Option<Arc<McpServer>>,
 }
 
 /// A source that was left out because it failed to load and was not required.
@@ -134,6 +135,7 @@ impl ToolboxBuilder {
                         source: component.clone(),
                         options,
                         component: Some(component),
+                        mcp: None,
                     });
                 }
                 Err(error) if required => return Err(error),
@@ -149,11 +151,15 @@ impl ToolboxBuilder {
         }
         for (name, required, options, loaded) in loaded_servers {
             match loaded {
-                Ok(server) => slots.push(Slot {
-                    source: Arc::new(server),
-                    options,
-                    component: None,
-                }),
+                Ok(server) => {
+                    let server = Arc::new(server);
+                    slots.push(Slot {
+                        source: server.clone(),
+                        options,
+                        component: None,
+                        mcp: Some(server),
+                    });
+                }
                 Err(error) if required => return Err(error),
                 Err(error) => {
                     tracing::warn!(
@@ -169,6 +175,7 @@ impl ToolboxBuilder {
             source,
             options,
             component: None,
+            mcp: None,
         }));
         let catalog = Catalog::build(&slots, None)?;
         Ok(Toolbox {
@@ -386,6 +393,11 @@ impl Toolbox {
     /// The loaded components, in load order.
     pub fn components(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
         self.slots.iter().filter_map(|slot| slot.component.as_ref())
+    }
+
+    /// The MCP servers it started from its configs (not those added as sources), in order.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.slots.iter().filter_map(|slot| slot.mcp.as_ref())
     }
 
     /// Every source, in order.

@@ -36,7 +36,7 @@ pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
                 None => Some(Line::Whole(std::mem::take(buffer))),
             });
         }
-        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+        let (part, done) = match memchr::memchr(b'\n', chunk) {
             Some(at) => (&chunk[..at], true),
             None => (chunk, false),
         };
@@ -92,9 +92,18 @@ enum Capture {
 const MAX_CAPTURE: usize = 256;
 
 impl IdScanner {
-    fn feed(&mut self, bytes: &[u8]) {
-        for &b in bytes {
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some((&b, rest)) = bytes.split_first() {
             self.step(b);
+            bytes = rest;
+            // Inside a string that is not kept (a 200 MB text, say), only a quote or a
+            // backslash matters: jump to the next.
+            if self.in_string && !self.escaped && self.capture.is_none() {
+                match memchr::memchr2(b'"', b'\\', bytes) {
+                    Some(at) => bytes = &bytes[at..],
+                    None => return,
+                }
+            }
         }
     }
 

@@ -496,15 +496,18 @@ impl Shared {
         };
         if self.restarted.swap(true, Ordering::AcqRel) {
             let why = format!(
-                "MCP server `{}` {fate}, after it had been restarted once; it is not restarted \
-                 again",
+                "MCP server `{}` stopped again after it had been restarted once (it {fate}); it \
+                 is not restarted again",
                 self.name()
             );
             tracing::error!("{why}");
             *state = State::Down(why.clone());
             return Err(why);
         }
-        tracing::warn!("MCP server `{}` {fate}; restarting it", self.name());
+        tracing::warn!(
+            "MCP server `{}` stopped (it {fate}); restarting it",
+            self.name()
+        );
         match connect(self).await {
             Ok((connection, tools)) => {
                 self.set_tools(&tools);
@@ -514,7 +517,7 @@ impl Shared {
             }
             Err(error) => {
                 let why = format!(
-                    "MCP server `{}` {fate}, and could not be restarted: {error:#}",
+                    "MCP server `{}` stopped (it {fate}) and could not be restarted: {error:#}",
                     self.name()
                 );
                 tracing::error!("{why}");
@@ -628,13 +631,35 @@ impl Shared {
                 CallError::Unavailable {
                     tool,
                     message: format!(
-                        "MCP server `{}` {} during the call; {next}",
+                        "MCP server `{}` stopped during the call (it {}); {next}",
                         self.name(),
                         connection.fate().await
                     ),
                     source: None,
                 }
             }
+            // Over HTTP, a JSON answer over the transport's bound is refused by rmcp...
+            ServiceError::TransportSend(error)
+                if crate::report::chain(&error).contains("exceeded the maximum size") =>
+            {
+                CallError::ResultTooLarge {
+                    tool,
+                    size: max_answer(self.config.max_result),
+                    limit: self.config.max_result,
+                }
+            }
+            // ... and an event stream with an event over it is cut, which is all rmcp says.
+            ServiceError::TransportClosed => CallError::Unavailable {
+                tool,
+                message: format!(
+                    "MCP server `{}` ended the call's answer stream before the answer (a stream \
+                     whose answer is over {} is cut off this way: raise `max_result` if its \
+                     results are that large)",
+                    self.name(),
+                    crate::sandbox::format_bytes(max_answer(self.config.max_result) as u64)
+                ),
+                source: None,
+            },
             ServiceError::UnexpectedResponse => CallError::Unavailable {
                 tool,
                 message: format!(
@@ -647,8 +672,12 @@ impl Shared {
             ServiceError::Cancelled { .. } => CallError::Cancelled { tool },
             other => CallError::Unavailable {
                 tool,
-                message: format!("the call to MCP server `{}` failed", self.name()),
-                source: Some(other.into()),
+                message: format!(
+                    "the call to MCP server `{}` failed: {}",
+                    self.name(),
+                    crate::report::chain(&other)
+                ),
+                source: None,
             },
         }
     }

@@ -178,9 +178,14 @@ impl Process {
                 .await
                 .is_ok()
         };
-        if !ended(&mut exited).await {
+        let started = std::time::Instant::now();
+        if ended(&mut exited).await {
+            tracing::debug!(pid = self.pid, took = ?started.elapsed(), "an MCP server exited when its stdin closed");
+        } else {
             signal_group(self.pid, libc::SIGTERM);
-            if !ended(&mut exited).await {
+            if ended(&mut exited).await {
+                tracing::debug!(pid = self.pid, "an MCP server exited on SIGTERM");
+            } else {
                 tracing::warn!(pid = self.pid, "an MCP server ignored SIGTERM; killing it");
             }
         }
