@@ -8,7 +8,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{ToolCall, arguments_object};
-use crate::{CallContext, CallError, ErrorKind, Toolbox};
+use crate::{CallContext, CallError, ErrorKind, ToolImage, Toolbox};
 
 use super::{AgentError, AgentEvent, UnknownTool};
 
@@ -27,6 +27,9 @@ pub struct ToolExecution {
     pub outcome: Outcome,
     /// What the model was sent: the result, or the error as the model reads it.
     pub output: String,
+    /// Images the tool returned with its result (sent to the model with it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
     /// How long it took.
     #[serde(
         rename = "duration_ms",
@@ -136,14 +139,15 @@ async fn execute_one(
         };
         toolbox.call(&call.name, &call.arguments, &context).await
     };
-    let (outcome, output) = match result {
-        Ok(output) => (Outcome::Ok, output.text),
+    let (outcome, output, images) = match result {
+        Ok(output) => (Outcome::Ok, output.text, output.images),
         Err(error) => (
             Outcome::Error {
                 kind: error.kind(),
                 message: error.to_string(),
             },
             error.model_message(),
+            Vec::new(),
         ),
     };
     ToolExecution {
@@ -153,6 +157,7 @@ async fn execute_one(
         arguments: call.arguments.clone(),
         outcome,
         output,
+        images,
         duration: started.elapsed(),
     }
 }

@@ -451,7 +451,11 @@ impl Agent {
             } else {
                 Err(execution.output.clone())
             };
-            conversation.submit(&execution.call_id, result)?;
+            conversation.submit_with_images(
+                &execution.call_id,
+                result,
+                execution.images.clone(),
+            )?;
         }
         Ok(done)
     }

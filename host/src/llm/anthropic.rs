@@ -354,12 +354,14 @@ mod tests {
                     name: "add".into(),
                     content: "4".into(),
                     is_error: false,
+                    images: Vec::new(),
                 },
                 Message::ToolResult {
                     call_id: "t2".into(),
                     name: "add".into(),
                     content: "bad".into(),
                     is_error: true,
+                    images: Vec::new(),
                 },
             ],
             tools: vec![ToolDefinition {

@@ -60,6 +60,11 @@ pub enum Message {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images the tool returned with its result (an MCP server's image content). A
+        /// format that accepts images in tool results sends them as images; others say in
+        /// the text that an image was returned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ToolImage>,
     },
 }
 
