@@ -128,8 +128,9 @@ impl ModelArgs {
         }
     }
 
-    /// Loads the tools and connects the model, at the same time.
-    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Agent, RunOptions)> {
+    /// Loads the tools and connects the model, at the same time. The host is returned to be
+    /// shut down at the end (it stops the MCP servers).
+    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Host, Agent, RunOptions)> {
         let host = Host::builder()
             .runtime(runtime.clone())
             .manifest(&self.manifest)
@@ -164,7 +165,7 @@ impl ModelArgs {
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
         };
-        Ok((agent, options))
+        Ok((host, agent, options))
     }
 }
 
@@ -245,11 +246,17 @@ fn print_error(error: AgentError) {
 
 impl RunArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let (agent, options) = self.model.agent(runtime).await?;
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = self.run_with(&agent, &options).await;
+        host.shutdown().await;
+        status
+    }
+
+    async fn run_with(&self, agent: &Agent, options: &RunOptions) -> anyhow::Result<ExitStatus> {
         let mut conversation = Conversation::new();
         conversation.push_user(&self.prompt);
         if self.json {
-            let result = agent.run(&mut conversation, &options, &mut |_| {}).await;
+            let result = agent.run(&mut conversation, options, &mut |_| {}).await;
             return match result {
                 Ok(result) => {
                     print_json(&json!({ "ok": true, "result": result }))?;
@@ -264,9 +271,7 @@ impl RunArgs {
         }
         let mut display = Display::default();
         let result = agent
-            .run(&mut conversation, &options, &mut |event| {
-                display.show(event)
-            })
+            .run(&mut conversation, options, &mut |event| display.show(event))
             .await;
         match result {
             Ok(result) => {
@@ -283,44 +288,48 @@ impl RunArgs {
 
 impl ChatArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let (agent, options) = self.model.agent(runtime).await?;
-        let interactive = std::io::stdin().is_terminal();
-        if interactive {
-            eprintln!(
-                "chatting with {} and {} tools; /reset forgets, /exit (or Ctrl-D) quits",
-                agent.provider().describe(),
-                agent.toolbox().catalog().len()
-            );
-        }
-        let mut conversation = Conversation::new();
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            if interactive {
-                eprint!("> ");
-            }
-            let Some(line) = lines.next_line().await? else {
-                break;
-            };
-            match line.trim() {
-                "" => continue,
-                "/exit" | "/quit" => break,
-                "/reset" => {
-                    conversation = Conversation::new();
-                    continue;
-                }
-                text => conversation.push_user(text),
-            }
-            let mut display = Display::default();
-            match agent
-                .run(&mut conversation, &options, &mut |event| {
-                    display.show(event)
-                })
-                .await
-            {
-                Ok(result) => display.finish(&result)?,
-                Err(error) => print_error(error),
-            }
-        }
-        Ok(ExitStatus::Success)
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = chat(&agent, &options).await;
+        host.shutdown().await;
+        status
     }
+}
+
+async fn chat(agent: &Agent, options: &RunOptions) -> anyhow::Result<ExitStatus> {
+    let interactive = std::io::stdin().is_terminal();
+    if interactive {
+        eprintln!(
+            "chatting with {} and {} tools; /reset forgets, /exit (or Ctrl-D) quits",
+            agent.provider().describe(),
+            agent.toolbox().catalog().len()
+        );
+    }
+    let mut conversation = Conversation::new();
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        if interactive {
+            eprint!("> ");
+        }
+        let Some(line) = lines.next_line().await? else {
+            break;
+        };
+        match line.trim() {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/reset" => {
+                conversation = Conversation::new();
+                continue;
+            }
+            text => conversation.push_user(text),
+        }
+        let mut display = Display::default();
+        match agent
+            .run(&mut conversation, options, &mut |event| display.show(event))
+            .await
+        {
+            Ok(result) => display.finish(&result)?,
+            Err(error) => print_error(error),
+        }
+    }
+    Ok(ExitStatus::Success)
 }
