@@ -15,7 +15,9 @@ Tools (each call runs in a thread of its own, so a slow call does not block the 
   not_a_result             answers with a result that is not a tool result
   die                      exits at once, mid-call (status 7)
   slow {seconds}           answers after that long, unless cancelled
-  add_tool                 adds the tool `added` and sends notifications/tools/list_changed
+  add_tool                 adds the tool `added` and sends notifications/tools/list_changed;
+                           the next tools/list is answered half a second late (so a client
+                           that does not wait for it shows the old list)
   added                    (after add_tool) says so
   image                    a text block and a 1x1 PNG image block
   structured               structuredContent with the same JSON as a text block
@@ -35,6 +37,7 @@ import time
 LOG = os.environ.get("FAKE_LOG")
 lock = threading.Lock()
 cancelled = set()
+slow_list = threading.Event()
 tools = [
     {"name": "echo", "description": "Echoes the text.",
      "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
@@ -115,6 +118,7 @@ def call(id, name, args):
     elif name == "add_tool":
         if not any(t["name"] == "added" for t in tools):
             tools.append({"name": "added", "description": "Added at run time.", "inputSchema": {"type": "object"}})
+        slow_list.set()
         send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         answer(id, text("added a tool"))
     elif name == "added":
@@ -150,6 +154,12 @@ def main():
                         "serverInfo": {"name": "fake", "version": "1.0"}})
         elif method == "tools/list":
             if "--hang-on-list" in sys.argv:
+                continue
+            if slow_list.is_set():
+                slow_list.clear()
+                listing = list(tools)
+                threading.Thread(target=lambda: (time.sleep(0.5), answer(id, {"tools": listing})),
+                                 daemon=True).start()
                 continue
             answer(id, {"tools": tools})
         elif method == "tools/call":
