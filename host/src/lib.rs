@@ -8,6 +8,10 @@
 //! CPU time, wall-clock time and result size. It also runs the tool-calling loop against a
 //! model (OpenAI or Anthropic wire format, or a local model it starts itself).
 //!
+//! Tools can also come from MCP servers ([`mcp::client`]) and from the embedding
+//! application's own functions ([`NativeTools`]); those are **not sandboxed**
+//! ([`Origin::is_sandboxed`]), and the toolbox offers them next to the components.
+//!
 //! [`Host`] is the entry point: a manifest in, tools, a model and a loop out.
 //!
 //! ```no_run
