@@ -1,32 +1,5 @@
 //! The embedding application's own functions as tools: a typed function and a description;
-//! the argument schema comes from the argument type, as in the guest SDK.
-//!
-//! **Not sandboxed.** A native tool is a function of the application, run inside its process
-//! with all of its authority: no grants, no memory limit, no CPU limit. What the host does
-//! give it: its arguments are checked against the schema first, a wall-clock timeout (the
-//! future is dropped when it runs out), the result size limit, and a panic turned into an
-//! error instead of a crash. Write a component when the code should be kept in a box.
-//!
-//! ```
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
-//! use toolhost::NativeTools;
-//!
-//! /// The order to look up.
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Order {
-//!     /// Its number, like 1042.
-//!     id: u32,
-//! }
-//!
-//! let tools = NativeTools::new("shop").tool(
-//!     "order_status",
-//!     "The shipping status of an order of this shop.",
-//!     async |order: Order| Ok::<_, String>(format!("order {} has shipped", order.id)),
-//! );
-//! // Host::builder().manifest("toolhost.toml").native(tools).build().await?
-//! # let _ = tools;
-//! ```
+//! the argument schema comes from the argument type, as in the guest SDK. See [`NativeTools`].
 
 use std::fmt::Display;
 use std::future::Future;
@@ -54,8 +27,35 @@ enum Failure {
     Failed(String),
 }
 
-/// A set of the application's functions, offered as tools. See the
-/// [module documentation](self): they run in-process and are **not sandboxed**.
+/// A set of the application's functions, offered as tools: a typed function and a
+/// description each; the argument schema comes from the argument type.
+///
+/// **Not sandboxed.** A native tool is a function of the application, run inside its process
+/// with all of its authority: no grants, no memory limit, no CPU limit. What the host does
+/// give it: its arguments are checked against the schema first, a wall-clock timeout (the
+/// future is dropped when it runs out), the result size limit, and a panic turned into an
+/// error instead of a crash. Write a component when the code should be kept in a box.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use toolhost::NativeTools;
+///
+/// /// The order to look up.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Order {
+///     /// Its number, like 1042.
+///     id: u32,
+/// }
+///
+/// let tools = NativeTools::new("shop").tool(
+///     "order_status",
+///     "The shipping status of an order of this shop.",
+///     async |order: Order| Ok::<_, String>(format!("order {} has shipped", order.id)),
+/// );
+/// // Host::builder().manifest("toolhost.toml").native(tools).build().await?
+/// # let _ = tools;
+/// ```
 pub struct NativeTools {
     origin: Origin,
     tools: Vec<(ToolSpec, Handler)>,
