@@ -14,6 +14,8 @@ use crate::agent::{
 };
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, ToolOptions};
+use crate::mcp::client::McpServerConfig;
+use crate::native::NativeTools;
 use crate::sandbox::LimitsConfig;
 use crate::source::{SourceOptions, ToolSource};
 use crate::{
@@ -86,6 +88,7 @@ pub struct HostBuilder {
     runtime: Option<Runtime>,
     runtime_config: Option<RuntimeConfig>,
     components: Vec<ComponentConfig>,
+    mcp_servers: Vec<McpServerConfig>,
     sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
     limits: LimitsConfig,
     model: ModelConfig,
@@ -119,13 +122,26 @@ impl HostBuilder {
         self
     }
 
+    /// Adds an MCP server, besides the manifest's.
+    pub fn mcp_server(mut self, config: McpServerConfig) -> Self {
+        self.mcp_servers.push(config);
+        self
+    }
+
     /// Adds a source of tools, besides the manifest's.
     pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
         self.sources.push((source, options));
         self
     }
 
-    /// Limits over every component's own (a command line's `--memory`, say).
+    /// Adds the application's own functions as tools, under their own names. They run in
+    /// this process, **not sandboxed** (see [`NativeTools`]).
+    pub fn native(self, tools: NativeTools) -> Self {
+        self.source(Arc::new(tools), SourceOptions::default())
+    }
+
+    /// Limits over every component's own (a command line's `--memory`, say); its `timeout`
+    /// and `max_result` apply to MCP servers too.
     pub fn limits(mut self, limits: LimitsConfig) -> Self {
         self.limits = limits;
         self
@@ -191,7 +207,22 @@ impl HostBuilder {
                 config.limits = self.limits.apply(config.limits);
                 config
             });
-        let mut builder = Toolbox::builder(&runtime).components(configs);
+        let servers = manifest
+            .mcp_server_configs()
+            .into_iter()
+            .chain(self.mcp_servers)
+            .map(|mut config| {
+                if let Some(timeout) = self.limits.timeout {
+                    config.timeout = timeout.0;
+                }
+                if let Some(max_result) = self.limits.max_result {
+                    config.max_result = usize::try_from(max_result.0).unwrap_or(usize::MAX);
+                }
+                config
+            });
+        let mut builder = Toolbox::builder(&runtime)
+            .components(configs)
+            .mcp_servers(servers);
         for (source, source_options) in self.sources {
             builder = builder.source(source, source_options);
         }
@@ -298,6 +329,12 @@ impl Host {
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         self.toolbox.call(name, arguments, context).await
+    }
+
+    /// Stops what the tool sources run (MCP servers' processes), politely; see
+    /// [`Toolbox::shutdown`]. Dropping the host stops them too, at once.
+    pub async fn shutdown(&self) {
+        self.toolbox.shutdown().await;
     }
 
     /// The model settings in force (the manifest's, overridden by the builder's).

@@ -25,6 +25,17 @@
 //! tools = ["list_files", "read_file"]   # offer only these (`exclude` leaves some out)
 //! prefix = "fs_"                         # offered as fs_list_files, fs_read_file
 //!
+//! [mcp_servers.time]          # an MCP server the host starts (not sandboxed)
+//! command = ["mcp-server-time", "--local-timezone", "UTC"]
+//! env = ["TZ=UTC"]            # besides HOME, PATH, USER and a few more of the host's
+//! timeout = "10s"             # per call; `notifications/cancelled` when it runs out
+//!
+//! [mcp_servers.search]        # an MCP server at a Streamable HTTP endpoint (not sandboxed)
+//! url = "http://127.0.0.1:8931/mcp"
+//! headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }   # from the host's environment
+//! exclude = ["delete_index"]
+//! required = false
+//!
 //! [model]                     # the model, and how the loop runs
 //! provider = "openai"
 //! name = "gpt-4o-mini"
@@ -45,7 +56,8 @@
 //! path = "audit.jsonl"
 //! ```
 //!
-//! Relative paths (components, granted directories) are relative to the manifest's directory.
+//! Relative paths (components, granted directories, a server's program when it has a `/`, its
+//! `cwd`) are relative to the manifest's directory, where a stdio server runs by default.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -55,6 +67,7 @@ use serde::Deserialize;
 use crate::agent::{AgentConfig, ApprovalMode, ApprovalRules, AskFor, OnError};
 use crate::component::ComponentConfig;
 use crate::llm::ModelConfig;
+use crate::mcp::client::{McpServerConfig, McpServerEntry};
 use crate::sandbox::{Grants, Limits, LimitsConfig};
 use crate::source::SourceOptions;
 
@@ -66,6 +79,8 @@ pub struct Manifest {
     pub limits: LimitsConfig,
     /// The components, by name.
     pub components: BTreeMap<String, ComponentEntry>,
+    /// The MCP servers, by name.
+    pub mcp_servers: BTreeMap<String, McpServerEntry>,
     /// The model `host run` and `host chat` talk to (the `[model]` section); the local one
     /// when absent.
     pub model: ModelConfig,
@@ -189,6 +204,8 @@ struct RawManifest {
     #[serde(default)]
     components: BTreeMap<String, ComponentEntry>,
     #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerEntry>,
+    #[serde(default)]
     model: ModelSection,
     #[serde(default)]
     tools: BTreeMap<String, ToolOptions>,
@@ -211,6 +228,7 @@ impl From<RawManifest> for Manifest {
         Self {
             limits: raw.limits,
             components: raw.components,
+            mcp_servers: raw.mcp_servers,
             model: raw.model.model,
             agent: raw.model.agent,
             tools: raw.tools,
@@ -347,6 +365,17 @@ impl Manifest {
                     required: entry.required,
                 }
             })
+            .collect()
+    }
+
+    /// How to start (or reach) each MCP server, with paths resolved and the manifest's
+    /// `[limits]` `timeout` and `max_result` as the defaults of its own.
+    pub fn mcp_server_configs(&self) -> Vec<McpServerConfig> {
+        let base = self.base_dir();
+        let defaults = self.limits.apply(Limits::default());
+        self.mcp_servers
+            .iter()
+            .map(|(name, entry)| entry.config(name, &base, defaults))
             .collect()
     }
 }
@@ -524,6 +553,41 @@ mod tests {
         assert_eq!(
             manifest.audit_path(),
             Some(PathBuf::from("/etc/tools/logs/audit.jsonl"))
+        );
+    }
+
+    #[test]
+    fn mcp_servers_take_the_manifest_limits_as_defaults() {
+        let text = r#"
+            [limits]
+            timeout = "7s"
+            max_result = "2MiB"
+
+            [mcp_servers.time]
+            command = ["mcp-server-time"]
+
+            [mcp_servers.remote]
+            url = "http://127.0.0.1:9/mcp"
+            headers = { Authorization = "Bearer ${TOKEN}" }
+            timeout = "1s"
+            required = false
+        "#;
+        let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+        let configs = manifest.mcp_server_configs();
+        let remote = &configs[0];
+        assert_eq!(remote.name, "remote");
+        assert_eq!(remote.timeout, std::time::Duration::from_secs(1));
+        assert_eq!(remote.max_result, 2 << 20);
+        assert!(!remote.required);
+        let time = &configs[1];
+        assert_eq!(time.timeout, std::time::Duration::from_secs(7));
+        assert!(time.required);
+        let error =
+            parse("[mcp_servers.x]\ncommand = [\"a\"]\nurl = \"http://x/mcp\"\n").unwrap_err();
+        let text = format!("{:#}", anyhow::Error::from(error));
+        assert!(
+            text.contains("not both") && text.contains("mcp_servers"),
+            "{text}"
         );
     }
 

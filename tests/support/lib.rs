@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod model;
+pub mod peers;
 pub mod server;
 pub mod snapshot;
 

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ToolImage;
 use crate::llm::{Message, ToolCall};
 
 use super::AgentError;
@@ -216,6 +217,17 @@ impl Conversation {
         call_id: &str,
         result: Result<String, String>,
     ) -> Result<(), AgentError> {
+        self.submit_with_images(call_id, result, Vec::new())
+    }
+
+    /// Like [`submit`](Self::submit), with images the tool returned (sent to the model as
+    /// images where its wire format takes them in tool results).
+    pub fn submit_with_images(
+        &mut self,
+        call_id: &str,
+        result: Result<String, String>,
+        images: Vec<ToolImage>,
+    ) -> Result<(), AgentError> {
         let name = self
             .pending_calls()
             .into_iter()
@@ -233,6 +245,7 @@ impl Conversation {
             name,
             content,
             is_error,
+            images,
         });
         Ok(())
     }

@@ -10,7 +10,7 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::ToolCall;
-use crate::{CallContext, CallError, ErrorKind, Toolbox};
+use crate::{CallContext, CallError, ErrorKind, ToolImage, Toolbox};
 
 use super::approval::Approval;
 use super::audit::AuditTrail;
@@ -35,6 +35,9 @@ pub struct ToolExecution {
     pub outcome: Outcome,
     /// What the model was sent: the result, or the error as the model reads it.
     pub output: String,
+    /// Images the tool returned with its result (sent to the model with it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
     /// How long it took.
     #[serde(
         rename = "duration_ms",
@@ -104,6 +107,7 @@ impl ToolExecution {
             arguments: call.arguments.clone(),
             outcome,
             output,
+            images: Vec::new(),
             duration: Duration::ZERO,
             approval: Approval::NotRequired,
             repeat_of: None,
@@ -237,20 +241,24 @@ async fn execute_one(
         values: context.values.clone(),
     };
     let result = toolbox.call(&call.name, &call.arguments, &context).await;
-    let (outcome, output) = match result {
+    let (outcome, output, images) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
-        Ok(output) if output.text.is_empty() => (Outcome::Ok, SUCCESS.to_owned()),
-        Ok(output) => (Outcome::Ok, output.text),
+        Ok(output) if output.text.is_empty() && output.images.is_empty() => {
+            (Outcome::Ok, SUCCESS.to_owned(), Vec::new())
+        }
+        Ok(output) => (Outcome::Ok, output.text, output.images),
         Err(error) => (
             Outcome::Error {
                 kind: error.kind(),
                 message: error.to_string(),
             },
             error.model_message(),
+            Vec::new(),
         ),
     };
     ToolExecution {
         duration: started.elapsed(),
+        images,
         ..ToolExecution::new(call, round, outcome, output)
     }
 }

@@ -340,6 +340,7 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Step, AgentError> {
         let round = conversation.turns() + 1;
+        self.toolbox.refresh().await;
         let tools = self.offered(conversation.messages(), options);
         let reply = self
             .request(

@@ -119,7 +119,11 @@ impl Agent {
         )
         .await?;
         for execution in &done {
-            conversation.submit(&execution.call_id, execution.result())?;
+            conversation.submit_with_images(
+                &execution.call_id,
+                execution.result(),
+                execution.images.clone(),
+            )?;
         }
         Ok(done)
     }
@@ -180,6 +184,9 @@ impl Agent {
                 let tools = if state.guard_mut().take_answer_next() {
                     Vec::new()
                 } else {
+                    // A source whose tools changed during the last turn (an MCP server said
+                    // so) lists them again now, so the model is offered what exists.
+                    self.toolbox.refresh().await;
                     self.offered(conversation.messages(), options)
                 };
                 let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
@@ -385,7 +392,11 @@ impl Agent {
                     None => continue,
                 },
             };
-            conversation.submit(&call.id, execution.result())?;
+            conversation.submit_with_images(
+                &call.id,
+                execution.result(),
+                execution.images.clone(),
+            )?;
             done.push(execution);
         }
         if done.iter().any(|e| e.repeat_of.is_some()) {

@@ -30,6 +30,8 @@ pub enum ExitStatus {
     Error,
     /// Interrupted by Ctrl-C (130).
     Interrupted,
+    /// Stopped by SIGTERM (143).
+    Terminated,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -39,6 +41,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Failure => 1,
             ExitStatus::Error => 2,
             ExitStatus::Interrupted => 130,
+            ExitStatus::Terminated => 143,
         })
     }
 }
@@ -124,12 +127,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Chat(command) => command.run(&runtime).await,
         }
     };
-    // On Ctrl-C the work is dropped, which stops a local model server with it.
+    // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the
+    // MCP servers with it (their process groups are killed).
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         result = work => result,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted");
             Ok(ExitStatus::Interrupted)
+        }
+        _ = terminate.recv() => {
+            eprintln!("terminated");
+            Ok(ExitStatus::Terminated)
         }
     }
 }

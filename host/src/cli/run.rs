@@ -144,8 +144,9 @@ impl ModelArgs {
         }
     }
 
-    /// Loads the tools and connects the model, at the same time.
-    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Agent, RunOptions)> {
+    /// Loads the tools and connects the model, at the same time. The host is returned to be
+    /// shut down at the end (it stops the MCP servers).
+    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Host, Agent, RunOptions)> {
         let mut builder = Host::builder()
             .runtime(runtime.clone())
             .manifest(&self.manifest)
@@ -177,7 +178,7 @@ impl ModelArgs {
             context: self.context.iter().cloned().collect(),
             ..RunOptions::default()
         };
-        Ok((agent, options))
+        Ok((host, agent, options))
     }
 }
 
@@ -250,7 +251,13 @@ fn error_json(error: &AgentError) -> serde_json::Value {
 
 impl RunArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let (agent, options) = self.model.agent(runtime).await?;
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = self.run_with(agent, options).await;
+        host.shutdown().await;
+        status
+    }
+
+    async fn run_with(&self, agent: Agent, options: RunOptions) -> anyhow::Result<ExitStatus> {
         let mut input = Input::new();
         let approver = Approver::new(self.model.yes, &input);
         let mut conversation = Conversation::new();
@@ -305,16 +312,28 @@ impl RunArgs {
 
 impl ChatArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let session = self.session.map(Session::new);
+        let session = self.session.clone().map(Session::new);
         // A damaged session is reported before anything is loaded or started.
         let saved = match &session {
             Some(session) => session.load()?,
             None => None,
         };
-        let (agent, options) = self.model.agent(runtime).await?;
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = Self::chat(session, saved, agent, options, self.model.yes).await;
+        host.shutdown().await;
+        status
+    }
+
+    async fn chat(
+        session: Option<Session>,
+        saved: Option<Conversation>,
+        agent: Agent,
+        options: RunOptions,
+        yes: bool,
+    ) -> anyhow::Result<ExitStatus> {
         let mut input = Input::new();
         let interactive = input.is_terminal();
-        let approver = Approver::new(self.model.yes, &input);
+        let approver = Approver::new(yes, &input);
         if interactive {
             eprintln!(
                 "chatting with {} and {} tools; /reset forgets, /exit (or Ctrl-D) quits",

@@ -60,6 +60,11 @@ pub enum Message {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images the tool returned with its result (an MCP server's image content). A
+        /// format that accepts images in tool results sends them as images; others say in
+        /// the text that an image was returned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ToolImage>,
     },
 }
 
@@ -214,6 +219,15 @@ impl fmt::Debug for dyn Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.describe())
     }
+}
+
+/// What stands for an image in a tool result where the format cannot carry it.
+pub(crate) fn image_note(image: &crate::ToolImage) -> String {
+    format!(
+        "[the tool also returned an image ({}, {}), which cannot be shown here]",
+        image.mime_type,
+        crate::sandbox::format_bytes(image.size() as u64)
+    )
 }
 
 /// Parses a tool call's arguments: `None` when they are not a JSON object. Empty arguments

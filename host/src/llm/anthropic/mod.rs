@@ -13,17 +13,50 @@ use super::sse::Event;
 use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
-    Usage, arguments_object,
+    Usage, arguments_object, image_note,
 };
+use crate::ToolImage;
 use schema::{
-    BlockDelta, BlockStart, ContentBlock, Delta, MessageDelta, MessageResponse, MessageStart,
-    Request, RequestBlock, Role, Tool, ToolChoiceParam, Turn,
+    BlockDelta, BlockStart, ContentBlock, Delta, ImageSource, MessageDelta, MessageResponse,
+    MessageStart, Request, RequestBlock, ResultBlock, Role, Tool, ToolChoiceParam,
+    ToolResultContent, Turn,
 };
 
 /// The API version this client speaks.
 const API_VERSION: &str = "2023-06-01";
 /// Anthropic requires `max_tokens`; this is sent when the request sets none.
 const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// The media types Anthropic takes in image blocks.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// A tool result's content. Anthropic takes images in tool results: with images, it is the
+/// text, then one image block per image, or a note for a type the API does not take.
+fn tool_result_content<'a>(text: &'a str, images: &'a [ToolImage]) -> ToolResultContent<'a> {
+    if images.is_empty() {
+        return ToolResultContent::Text(text);
+    }
+    let mut blocks = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() {
+        blocks.push(ResultBlock::Text { text: text.into() });
+    }
+    for image in images {
+        if IMAGE_TYPES.contains(&image.mime_type.as_str()) {
+            blocks.push(ResultBlock::Image {
+                source: ImageSource {
+                    kind: "base64",
+                    media_type: &image.mime_type,
+                    data: &image.data,
+                },
+            });
+        } else {
+            blocks.push(ResultBlock::Text {
+                text: image_note(image).into(),
+            });
+        }
+    }
+    ToolResultContent::Blocks(blocks)
+}
 
 /// The Anthropic Messages format.
 #[derive(Debug, Clone, Copy)]
@@ -104,12 +137,13 @@ impl WireFormat for Anthropic {
                     call_id,
                     content,
                     is_error,
+                    images,
                     ..
                 } => push(
                     Role::User,
                     vec![RequestBlock::ToolResult {
                         tool_use_id: call_id,
-                        content,
+                        content: tool_result_content(content, images),
                         is_error: *is_error,
                     }],
                 ),

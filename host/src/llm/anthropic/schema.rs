@@ -3,6 +3,8 @@
 //! is refused with the field's path. Fields toolhost has no use for are not declared (and so
 //! ignored).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -53,10 +55,34 @@ pub(super) enum RequestBlock<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: ToolResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+}
+
+/// A tool result's content: its text alone, or blocks when the tool also returned images.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ToolResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<ResultBlock<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ResultBlock<'a> {
+    Text { text: Cow<'a, str> },
+    Image { source: ImageSource<'a> },
+}
+
+/// An image sent inline (`"type": "base64"`).
+#[derive(Debug, Serialize)]
+pub(super) struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub media_type: &'a str,
+    pub data: &'a str,
 }
 
 /// A tool offered.

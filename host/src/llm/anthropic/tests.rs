@@ -90,12 +90,14 @@ fn tool_results_and_the_next_user_text_share_one_user_message() {
             name: "add".into(),
             content: "4".into(),
             is_error: false,
+            images: Vec::new(),
         },
         Message::ToolResult {
             call_id: "t2".into(),
             name: "add".into(),
             content: "bad".into(),
             is_error: true,
+            images: Vec::new(),
         },
     ]);
     request.tools = vec![ToolDefinition {
@@ -317,5 +319,53 @@ fn a_stream_of_the_wrong_shape_names_what_is_wrong() {
             json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
         ]),
         "the stream reported an error: Overloaded"
+    );
+}
+
+fn with_images(content: &str, types: &[&str]) -> Message {
+    Message::ToolResult {
+        call_id: "t1".into(),
+        name: "draw".into(),
+        content: content.into(),
+        is_error: false,
+        images: types
+            .iter()
+            .map(|mime| ToolImage {
+                mime_type: (*mime).into(),
+                data: "aGVsbG8=".into(),
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn images_in_a_tool_result_are_image_blocks() {
+    let sent = body(&request(vec![
+        Message::user("Draw a dot."),
+        assistant("", vec![call("t1", "{}")]),
+        with_images("a dot:", &["image/png", "image/tiff"]),
+    ]));
+    let result = &sent["messages"][2]["content"][0];
+    assert_eq!(
+        result["content"],
+        json!([
+            {"type": "text", "text": "a dot:"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="}},
+            {"type": "text", "text": "[the tool also returned an image (image/tiff, 5 B), which cannot be shown here]"},
+        ]),
+        "a type Anthropic does not take is described instead: {result}"
+    );
+}
+
+#[test]
+fn a_tool_result_without_images_stays_a_string() {
+    let sent = body(&request(vec![
+        Message::user("Draw a dot."),
+        assistant("", vec![call("t1", "{}")]),
+        with_images("nothing to draw", &[]),
+    ]));
+    assert_eq!(
+        sent["messages"][2]["content"][0]["content"],
+        "nothing to draw"
     );
 }

@@ -160,11 +160,25 @@ fn message(message: &Message) -> RequestMessage<'_> {
                 })
                 .collect(),
         },
+        // Chat Completions takes only text in a tool message: an image becomes a note.
         Message::ToolResult {
-            call_id, content, ..
+            call_id,
+            content,
+            images,
+            ..
         } => RequestMessage::Tool {
             tool_call_id: call_id,
-            content,
+            content: if images.is_empty() {
+                content.into()
+            } else {
+                let notes = images.iter().map(super::image_note);
+                let text: Vec<String> = (!content.is_empty())
+                    .then(|| content.clone())
+                    .into_iter()
+                    .chain(notes)
+                    .collect();
+                text.join("\n").into()
+            },
         },
     }
 }

@@ -3,6 +3,8 @@
 //! answer is refused with the field's path. Fields toolhost has no use for are not declared
 //! (and so ignored).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -51,7 +53,7 @@ pub(super) enum RequestMessage<'a> {
     },
     Tool {
         tool_call_id: &'a str,
-        content: &'a str,
+        content: Cow<'a, str>,
     },
 }
 

@@ -282,3 +282,22 @@ fn tools_and_settings_are_sent_only_when_set() {
     let text = serde_json::to_string(&OpenAi::body("m", &request)).unwrap();
     assert!(text.contains(r#""temperature":0.7"#), "{text}");
 }
+
+#[test]
+fn an_image_in_a_tool_result_is_a_note_after_the_text() {
+    let image = crate::ToolImage {
+        mime_type: "image/png".into(),
+        data: "aGVsbG8=".into(),
+    };
+    let result = |content: &str| Message::ToolResult {
+        call_id: "c1".into(),
+        name: "draw".into(),
+        content: content.into(),
+        is_error: false,
+        images: vec![image.clone()],
+    };
+    let note = "[the tool also returned an image (image/png, 5 B), which cannot be shown here]";
+    let sent = body(&request(vec![result("a dot:"), result("")], false));
+    assert_eq!(sent["messages"][0]["content"], format!("a dot:\n{note}"));
+    assert_eq!(sent["messages"][1]["content"], note);
+}

@@ -1,0 +1,3 @@
+//! The Model Context Protocol: toolhost as a client of MCP servers, taking their tools.
+
+pub mod client;
