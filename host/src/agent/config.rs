@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::AgentOptions;
+use super::{AgentOptions, ToolLimit};
 use crate::llm::ProviderKind;
 
 /// The loop's settings as written in a manifest's `[model]` section or given on a command
@@ -23,12 +23,18 @@ pub struct AgentConfig {
     pub system: Option<String>,
     /// Whether to stream answers (default true).
     pub stream: Option<bool>,
+    /// How many tools a request offers: `"all"`, or the best `k` for the conversation. The
+    /// local model defaults to 3 (it picks the right tool among a few, not among twenty);
+    /// other models to all.
+    pub tools: Option<ToolLimit>,
 }
 
 /// The local model's temperature when none is set.
 const LOCAL_TEMPERATURE: f32 = 0.0;
 /// The local model's token limit per turn when none is set.
 const LOCAL_MAX_TOKENS: u32 = 1024;
+/// How many tools a request offers the local model when nothing says otherwise.
+pub const LOCAL_TOOL_LIMIT: ToolLimit = ToolLimit::Top(3);
 
 impl AgentConfig {
     /// `self` with every setting `over` sets replacing its own.
@@ -36,7 +42,7 @@ impl AgentConfig {
         macro_rules! take {
             ($($field:ident),*) => { $( if over.$field.is_some() { self.$field = over.$field; } )* };
         }
-        take!(temperature, max_tokens, max_rounds, system, stream);
+        take!(temperature, max_tokens, max_rounds, system, stream, tools);
         self
     }
 
@@ -50,6 +56,11 @@ impl AgentConfig {
             temperature: self.temperature.or(local.then_some(LOCAL_TEMPERATURE)),
             max_tokens: self.max_tokens.or(local.then_some(LOCAL_MAX_TOKENS)),
             stream: self.stream.unwrap_or(defaults.stream),
+            tool_limit: self.tools.unwrap_or(if local {
+                LOCAL_TOOL_LIMIT
+            } else {
+                defaults.tool_limit
+            }),
             ..defaults
         }
     }
@@ -64,16 +75,20 @@ mod tests {
         let local = AgentConfig::default().options(ProviderKind::Local);
         assert_eq!(local.temperature, Some(0.0));
         assert_eq!(local.max_tokens, Some(1024));
+        assert_eq!(local.tool_limit, LOCAL_TOOL_LIMIT);
         let remote = AgentConfig::default().options(ProviderKind::OpenAi);
         assert_eq!(remote.temperature, None, "the server's default");
         assert_eq!(remote.max_tokens, None);
+        assert_eq!(remote.tool_limit, ToolLimit::All);
         let set = AgentConfig {
             temperature: Some(0.7),
             max_tokens: Some(50),
+            tools: Some(ToolLimit::All),
             ..AgentConfig::default()
         }
         .options(ProviderKind::Local);
         assert_eq!((set.temperature, set.max_tokens), (Some(0.7), Some(50)));
+        assert_eq!(set.tool_limit, ToolLimit::All);
     }
 
     #[test]

@@ -26,6 +26,7 @@
 mod config;
 mod conversation;
 mod execute;
+mod select;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use tracing::Instrument;
 pub use config::AgentConfig;
 pub use conversation::Conversation;
 pub use execute::{Outcome, ToolExecution};
+pub use select::{ToolIndex, ToolLimit};
 
 use crate::llm::{
     ChatRequest, FinishReason, Message, Provider, ProviderError, ToolCall, ToolChoice,
@@ -73,6 +75,9 @@ pub struct AgentOptions {
     /// Tools whose result is the run's answer: when every call of a turn is one of these and
     /// succeeds, the run ends with the results, without another model request.
     pub return_direct: BTreeSet<String>,
+    /// How many of the tools a request offers: all (the default), or the best few for the
+    /// conversation (the local model's default; see [`ToolIndex`]).
+    pub tool_limit: ToolLimit,
 }
 
 impl Default for AgentOptions {
@@ -85,6 +90,7 @@ impl Default for AgentOptions {
             stream: true,
             unknown_tool: UnknownTool::default(),
             return_direct: BTreeSet::new(),
+            tool_limit: ToolLimit::All,
         }
     }
 }
@@ -117,8 +123,11 @@ impl std::fmt::Debug for ToolSelection {
 /// Options of one run.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Which tools to offer.
+    /// Which tools to offer. [`ToolSelection::Only`] offers exactly those; with the others,
+    /// the tool limit picks among the tools they allow.
     pub tools: ToolSelection,
+    /// How many tools a request offers, over the agent's [`AgentOptions::tool_limit`].
+    pub tool_limit: Option<ToolLimit>,
     /// Whether and which tool the model must call.
     pub tool_choice: ToolChoice,
     /// Key/value pairs delivered to every tool call of the run (a tenant, a user id); never
@@ -280,6 +289,7 @@ pub struct Agent {
     provider: Arc<dyn Provider>,
     toolbox: Arc<Toolbox>,
     options: AgentOptions,
+    index: Arc<select::IndexCache>,
 }
 
 impl Agent {
@@ -289,6 +299,7 @@ impl Agent {
             provider,
             toolbox,
             options,
+            index: Arc::default(),
         }
     }
 
@@ -546,16 +557,37 @@ impl Agent {
         Ok((Step::ToolCalls(calls), usage))
     }
 
-    /// The tools a request offers.
+    /// The tools a request offers: those the run's selection allows, and of those, when
+    /// there is a tool limit, the best for the conversation, best first.
     fn offered(&self, messages: &[Message], options: &RunOptions) -> Vec<ToolDefinition> {
-        self.toolbox
-            .catalog()
-            .iter()
-            .filter(|spec| match &options.tools {
-                ToolSelection::All => true,
-                ToolSelection::Only(names) => names.contains(&spec.name),
-                ToolSelection::Filter(filter) => filter(spec, messages),
-            })
+        let catalog = self.toolbox.catalog();
+        let allowed = |spec: &ToolSpec| match &options.tools {
+            ToolSelection::All => true,
+            ToolSelection::Only(names) => names.contains(&spec.name),
+            ToolSelection::Filter(filter) => filter(spec, messages),
+        };
+        let limit = options.tool_limit.unwrap_or(self.options.tool_limit);
+        let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
+            (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
+                let index = self.index.get(&catalog);
+                index
+                    .rank(messages)
+                    .into_iter()
+                    .filter_map(|(at, _)| catalog.get(index.name(at)))
+                    .filter(|spec| allowed(spec))
+                    .take(k)
+                    .collect()
+            }
+            _ => catalog.iter().filter(|spec| allowed(spec)).collect(),
+        };
+        if limit != ToolLimit::All {
+            tracing::debug!(
+                offered = ?specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+                "tools ranked for the request"
+            );
+        }
+        specs
+            .into_iter()
             .map(|spec| ToolDefinition {
                 name: spec.name.clone(),
                 description: spec.description.clone(),

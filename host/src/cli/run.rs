@@ -8,7 +8,8 @@ use clap::Args;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use toolhost::agent::{
-    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult, ToolSelection,
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult, ToolLimit,
+    ToolSelection,
 };
 use toolhost::llm::{ModelConfig, ToolChoice};
 use toolhost::{Host, HostError, Runtime};
@@ -66,6 +67,11 @@ pub struct ModelArgs {
         help_heading = "Tools"
     )]
     tools: Vec<String>,
+
+    /// How many tools each request offers: all, or the N that best fit the conversation
+    /// [default: 3 for the local model, else all; the manifest's [model] tools]
+    #[arg(long, value_name = "N|all", help_heading = "Tools")]
+    tool_limit: Option<ToolLimit>,
 
     /// Whether and which tool the model must call: auto, none, required, or a tool's name
     #[arg(
@@ -125,6 +131,7 @@ impl ModelArgs {
             max_rounds: self.max_rounds,
             system: self.system.clone(),
             stream: self.no_stream.then_some(false),
+            tools: self.tool_limit,
         }
     }
 
@@ -163,6 +170,7 @@ impl ModelArgs {
             },
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
+            ..RunOptions::default()
         };
         Ok((agent, options))
     }
