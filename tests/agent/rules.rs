@@ -197,7 +197,13 @@ async fn unknown_tools_are_reported_with_the_available_ones_or_end_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_round_limit_ends_a_run_that_never_answers() {
     let turns: Vec<Turn> = (0..20)
-        .map(|i| calls(vec![call(&format!("c{i}"), "count", "{}")]))
+        .map(|i| {
+            calls(vec![call(
+                &format!("c{i}"),
+                "add",
+                &format!(r#"{{"a": {i}, "b": 1}}"#),
+            )])
+        })
         .collect();
     let options = AgentOptions {
         max_rounds: 4,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{ToolCall, arguments_object};
 use crate::{CallContext, CallError, ErrorKind, Toolbox};
 
+use super::guard::Earlier;
 use super::{AgentError, AgentEvent, UnknownTool};
 
 /// The record of one tool call of a run.
@@ -34,6 +35,10 @@ pub struct ToolExecution {
         deserialize_with = "crate::report::deserialize_millis"
     )]
     pub duration: Duration,
+    /// When the call was identical to one that had succeeded earlier in the run: that call's
+    /// id. It was not run again; the model got the earlier result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_of: Option<String>,
 }
 
 impl ToolExecution {
@@ -47,6 +52,28 @@ impl ToolExecution {
         match &self.outcome {
             Outcome::Ok => None,
             Outcome::Error { kind, .. } => Some(*kind),
+        }
+    }
+
+    /// The operator's error message, when it failed.
+    pub fn error_message(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Ok => None,
+            Outcome::Error { message, .. } => Some(message),
+        }
+    }
+
+    /// The record of `call` answered with the result of `earlier`, without running it.
+    pub(crate) fn repeat(call: &ToolCall, earlier: &Earlier, round: usize) -> Self {
+        Self {
+            round,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            outcome: Outcome::Ok,
+            output: earlier.output.clone(),
+            duration: Duration::ZERO,
+            repeat_of: Some(earlier.call_id.clone()),
         }
     }
 }
@@ -154,5 +181,6 @@ async fn execute_one(
         outcome,
         output,
         duration: started.elapsed(),
+        repeat_of: None,
     }
 }

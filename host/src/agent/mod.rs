@@ -26,6 +26,7 @@
 mod config;
 mod conversation;
 mod execute;
+mod guard;
 mod select;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,6 +40,8 @@ pub use config::AgentConfig;
 pub use conversation::Conversation;
 pub use execute::{Outcome, ToolExecution};
 pub use select::{ToolIndex, ToolLimit};
+
+use guard::Guard;
 
 use crate::llm::{
     ChatRequest, FinishReason, Message, Provider, ProviderError, ToolCall, ToolChoice,
@@ -128,7 +131,9 @@ pub struct RunOptions {
     pub tools: ToolSelection,
     /// How many tools a request offers, over the agent's [`AgentOptions::tool_limit`].
     pub tool_limit: Option<ToolLimit>,
-    /// Whether and which tool the model must call.
+    /// Whether and which tool the model must call. A forced choice (a tool's name, or
+    /// `required`) applies to the run's first request only; later ones go back to `auto`, so
+    /// that the model can answer.
     pub tool_choice: ToolChoice,
     /// Key/value pairs delivered to every tool call of the run (a tenant, a user id); never
     /// shown to the model.
@@ -214,6 +219,25 @@ pub enum AgentError {
         executions: Vec<ToolExecution>,
     },
 
+    /// The model made the same call (same tool, same arguments) again after it failed, and it
+    /// failed again.
+    #[error(
+        "the model called `{tool}` with the same arguments {count} times and it failed each \
+         time, so the run was stopped; the last error: {error}"
+    )]
+    RepeatedFailure {
+        /// The tool.
+        tool: String,
+        /// The arguments, as the model wrote them.
+        arguments: String,
+        /// The last error (the operator's message).
+        error: String,
+        /// How many times the call failed.
+        count: usize,
+        /// The tool calls made until then.
+        executions: Vec<ToolExecution>,
+    },
+
     /// A tool call in the history has no result.
     #[error("tool call `{id}` ({name}) has no result; submit one before the next model request")]
     UnansweredToolCall {
@@ -259,6 +283,8 @@ pub enum AgentErrorKind {
     Provider,
     /// [`AgentError::RoundLimit`].
     RoundLimit,
+    /// [`AgentError::RepeatedFailure`].
+    RepeatedFailure,
     /// [`AgentError::UnansweredToolCall`].
     UnansweredToolCall,
     /// [`AgentError::NoSuchPendingCall`].
@@ -270,16 +296,36 @@ pub enum AgentErrorKind {
 }
 
 impl AgentError {
+    /// The tool calls the run made before it failed this way (none for most kinds).
+    pub fn executions(&self) -> &[ToolExecution] {
+        match self {
+            Self::RoundLimit { executions, .. } | Self::RepeatedFailure { executions, .. } => {
+                executions
+            }
+            _ => &[],
+        }
+    }
+
     /// The kind of error.
     pub fn kind(&self) -> AgentErrorKind {
         match self {
             Self::Provider(_) => AgentErrorKind::Provider,
             Self::RoundLimit { .. } => AgentErrorKind::RoundLimit,
+            Self::RepeatedFailure { .. } => AgentErrorKind::RepeatedFailure,
             Self::UnansweredToolCall { .. } => AgentErrorKind::UnansweredToolCall,
             Self::NoSuchPendingCall { .. } => AgentErrorKind::NoSuchPendingCall,
             Self::UnknownTool { .. } => AgentErrorKind::UnknownTool,
             Self::Truncated { .. } => AgentErrorKind::Truncated,
         }
+    }
+}
+
+/// The tool choice of the rounds after the first: a forced choice (a tool, or `required`)
+/// applies to the first round only, or the model could never answer.
+fn after_first_round(choice: &ToolChoice) -> ToolChoice {
+    match choice {
+        ToolChoice::Required | ToolChoice::Tool(_) => ToolChoice::Auto,
+        other => other.clone(),
     }
 }
 
@@ -333,13 +379,24 @@ impl Agent {
                 call_id: String::new(),
                 values: options.context.clone(),
             };
-            let mut executions = Vec::new();
+            let mut executions: Vec<ToolExecution> = Vec::new();
             let mut usage = Usage::default();
+            let mut guard = Guard::default();
             for round in 1..=self.options.max_rounds {
-                let tools = self.offered(conversation.messages(), options);
+                // After a repeated call the model has what it needs: no tools, so it answers.
+                let tools = if guard.take_answer_next() {
+                    Vec::new()
+                } else {
+                    self.offered(conversation.messages(), options)
+                };
                 let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let tool_choice = if round == 1 {
+                    options.tool_choice.clone()
+                } else {
+                    after_first_round(&options.tool_choice)
+                };
                 let (step, step_usage) = self
-                    .request(conversation, tools, options, round, events)
+                    .request(conversation, tools, tool_choice, round, events)
                     .await?;
                 usage = usage + step_usage;
                 let calls = match step {
@@ -360,13 +417,34 @@ impl Agent {
                     Step::ToolCalls(calls) => calls,
                 };
                 let done = self
-                    .execute(conversation, &calls, &offered, &context, round, events)
+                    .execute(
+                        conversation,
+                        &calls,
+                        &offered,
+                        &context,
+                        round,
+                        &guard,
+                        events,
+                    )
                     .await?;
+                if done.iter().any(|e| e.repeat_of.is_some()) {
+                    guard.repeated();
+                }
+                let failed = guard.record(&done);
                 let direct = !done.is_empty()
                     && done
                         .iter()
                         .all(|e| e.is_ok() && self.options.return_direct.contains(&e.name));
                 executions.extend(done);
+                if let Some(failed) = failed {
+                    return Err(AgentError::RepeatedFailure {
+                        tool: failed.tool,
+                        arguments: failed.arguments,
+                        error: failed.error,
+                        count: failed.count,
+                        executions,
+                    });
+                }
                 if direct {
                     let text = executions
                         .iter()
@@ -404,7 +482,13 @@ impl Agent {
         let round = conversation.turns() + 1;
         let tools = self.offered(conversation.messages(), options);
         Ok(self
-            .request(conversation, tools, options, round, events)
+            .request(
+                conversation,
+                tools,
+                options.tool_choice.clone(),
+                round,
+                events,
+            )
             .await?
             .0)
     }
@@ -429,10 +513,22 @@ impl Agent {
             values: options.context.clone(),
         };
         let round = conversation.turns();
-        self.execute(conversation, calls, &offered, &context, round, events)
-            .await
+        let guard = Guard::default();
+        self.execute(
+            conversation,
+            calls,
+            &offered,
+            &context,
+            round,
+            &guard,
+            events,
+        )
+        .await
     }
 
+    /// Runs the calls of one turn, except those identical to a call that succeeded earlier in
+    /// the run (they get its result), and submits every result, in call order.
+    #[allow(clippy::too_many_arguments)]
     async fn execute(
         &self,
         conversation: &mut Conversation,
@@ -440,18 +536,44 @@ impl Agent {
         offered: &BTreeSet<String>,
         context: &CallContext,
         round: usize,
+        guard: &Guard,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Vec<ToolExecution>, AgentError> {
-        let done = execute::execute_calls(
+        let earlier = |call: &ToolCall| {
+            offered
+                .contains(&call.name)
+                .then(|| guard.earlier(&call.name, &call.arguments))
+                .flatten()
+        };
+        let to_run: Vec<ToolCall> = calls
+            .iter()
+            .filter(|call| earlier(call).is_none())
+            .cloned()
+            .collect();
+        let mut ran = execute::execute_calls(
             &self.toolbox,
-            calls,
+            &to_run,
             offered,
             self.options.unknown_tool,
             context,
             round,
             events,
         )
-        .await?;
+        .await?
+        .into_iter();
+        let mut done = Vec::with_capacity(calls.len());
+        for call in calls {
+            match earlier(call) {
+                Some(earlier) => {
+                    let execution = ToolExecution::repeat(call, earlier, round);
+                    events(AgentEvent::ToolFinished {
+                        execution: &execution,
+                    });
+                    done.push(execution);
+                }
+                None => done.extend(ran.next()),
+            }
+        }
         for execution in &done {
             let result = if execution.is_ok() {
                 Ok(execution.output.clone())
@@ -467,7 +589,7 @@ impl Agent {
         &self,
         conversation: &mut Conversation,
         tools: Vec<ToolDefinition>,
-        options: &RunOptions,
+        tool_choice: ToolChoice,
         round: usize,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<(Step, Usage), AgentError> {
@@ -487,7 +609,7 @@ impl Agent {
             tool_choice: if tools.is_empty() {
                 ToolChoice::Auto
             } else {
-                options.tool_choice.clone()
+                tool_choice
             },
             tools,
             temperature: self.options.temperature,

@@ -220,14 +220,10 @@ impl Display {
 
 /// A failed run as JSON: the error, and the tool calls made until then.
 fn error_json(error: &AgentError) -> serde_json::Value {
-    let executions = match error {
-        AgentError::RoundLimit { executions, .. } => executions.as_slice(),
-        _ => &[],
-    };
     json!({
         "ok": false,
         "error": { "kind": error.kind(), "message": chain(error) },
-        "executions": executions,
+        "executions": error.executions(),
     })
 }
 
