@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolhost::agent::{Agent, AgentError, Conversation, RunEnd, RunOptions};
+use toolhost::agent::{Agent, AgentErrorKind, Conversation, RunEnd, RunOptions};
 
 use crate::repo_root;
 use crate::server::{Recorded, Reply, TestServer};
@@ -278,23 +278,19 @@ pub async fn run_case(agent: &Agent, options: &RunOptions, setup: &Setup, case: 
     let (answer, end, executions, rounds, error) = match result {
         Ok(result) => (
             result.text,
-            Some(result.end),
+            Some(Ok(result.end)),
             result.executions,
             result.rounds,
             None,
         ),
         Err(error) => {
-            let executions = match &error {
-                AgentError::RoundLimit { executions, .. } => executions.clone(),
-                _ => Vec::new(),
-            };
+            let executions = error.executions().to_vec();
+            let kind = error.kind();
             let text = format!("{:#}", anyhow::Error::from(error));
-            (String::new(), None, executions, 0, Some(text))
+            (String::new(), Some(Err(kind)), executions, 0, Some(text))
         }
     };
-    let round_limit = error
-        .as_deref()
-        .is_some_and(|e| e.contains("still calling tools"));
+    let round_limit = end == Some(Err(AgentErrorKind::RoundLimit));
     let right: Vec<&str> = executions
         .iter()
         .filter(|e| e.is_ok() && case.tools.contains(&e.name))
@@ -316,9 +312,9 @@ pub async fn run_case(agent: &Agent, options: &RunOptions, setup: &Setup, case: 
         .iter()
         .all(|value| contains_value(&answer, value) && !contains_value(&case.request, value))
         && note_written;
-    let answered = matches!(end, Some(RunEnd::Answered | RunEnd::ReturnDirect));
+    let answered = matches!(end, Some(Ok(RunEnd::Answered | RunEnd::ReturnDirect)));
     let error = error.or_else(|| {
-        (end == Some(RunEnd::Truncated)).then(|| "the answer was cut off (max_tokens)".into())
+        (end == Some(Ok(RunEnd::Truncated))).then(|| "the answer was cut off (max_tokens)".into())
     });
     let passed = answered && right_tool && note_written && (value_in_result || value_in_answer);
     Verdict {
