@@ -6,6 +6,7 @@
 
 mod captured;
 mod cli;
+mod eval;
 mod faults;
 mod guards;
 mod host;
