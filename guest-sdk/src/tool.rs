@@ -131,7 +131,13 @@ impl Tool {
     {
         let nothing = returns_nothing::<R>();
         let handler = move |arguments: &str, context: &CallContext| {
-            let args: A = serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)?;
+            let args: A = serde_json::from_str(arguments).map_err(|error| {
+                let schema = schema_for::<A>().to_value();
+                ToolError::invalid_arguments(format_args!(
+                    "{error}; send {}",
+                    example_arguments(&schema)
+                ))
+            })?;
             let result = function(args, context)?;
             if nothing {
                 return Ok(String::new());
@@ -210,6 +216,54 @@ fn is_nothing(schema: &Schema) -> bool {
     schema.get("type") == Some(&serde_json::Value::from("null"))
 }
 
+/// The arguments a schema asks for, as a model should write them, with a placeholder for each
+/// value: `{"a": <number>, "b": <number>}` (the optional ones after the required ones, in
+/// brackets).
+fn example_arguments(schema: &serde_json::Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return "a JSON object".to_owned();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let placeholder = |property: &serde_json::Value| {
+        let types: Vec<&str> = match property.get("type") {
+            Some(serde_json::Value::String(t)) => vec![t.as_str()],
+            Some(serde_json::Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        match types.iter().find(|t| **t != "null") {
+            Some(&"number") => "<number>",
+            Some(&"integer") => "<whole number>",
+            Some(&"string") => "<text>",
+            Some(&"boolean") => "<true or false>",
+            Some(&"array") => "[...]",
+            Some(&"object") => "{...}",
+            _ => "<value>",
+        }
+    };
+    let field = |(name, property): (&String, &serde_json::Value)| {
+        format!("\"{name}\": {}", placeholder(property))
+    };
+    let given: Vec<String> = properties
+        .iter()
+        .filter(|(name, _)| required.contains(&name.as_str()))
+        .map(field)
+        .collect();
+    let optional: Vec<String> = properties
+        .iter()
+        .filter(|(name, _)| !required.contains(&name.as_str()))
+        .map(field)
+        .collect();
+    let mut text = format!("{{{}}}", given.join(", "));
+    if !optional.is_empty() {
+        text.push_str(&format!(" (optionally also {})", optional.join(", ")));
+    }
+    text
+}
+
 fn render_result<R: Serialize>(result: &R) -> Result<String, ToolError> {
     match serde_json::to_value(result) {
         Ok(serde_json::Value::String(text)) => Ok(text),
@@ -261,7 +315,13 @@ mod tests {
     fn bad_arguments_are_invalid_arguments() {
         let out = add_tool().call(r#"{"a": 1}"#, &CallContext::default());
         match out {
-            Err(ToolError::InvalidArguments(message)) => assert!(message.contains("`b`")),
+            Err(ToolError::InvalidArguments(message)) => {
+                assert!(message.contains("`b`"), "{message}");
+                assert!(
+                    message.contains(r#"send {"a": <number>, "b": <number>}"#),
+                    "{message}"
+                );
+            }
             other => panic!("expected invalid arguments, got {other:?}"),
         }
     }

@@ -41,6 +41,7 @@
 //! name = "gpt-4o-mini"
 //! temperature = 0
 //! max_rounds = 10
+//! tools = 5                   # offer the 5 tools that best fit each request ("all": every one)
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
 //! return_direct = true        # its result is the answer (like [model] stop_at)
@@ -85,7 +86,7 @@ pub struct Manifest {
     /// when absent.
     pub model: ModelConfig,
     /// How the loop runs (also written in the `[model]` section: temperature, max_tokens,
-    /// max_rounds, system, stream).
+    /// max_rounds, system, stream, tools).
     pub agent: AgentConfig,
     /// Options of single tools, by the name the model sees.
     pub tools: BTreeMap<String, ToolOptions>,
@@ -256,6 +257,7 @@ const MODEL_KEYS: &[&str] = &[
     "stream",
     "stop_at",
     "max_parallel_calls",
+    "tools",
 ];
 
 impl Manifest {
@@ -478,6 +480,7 @@ mod tests {
             stream = false
             stop_at = ["add"]
             max_parallel_calls = 2
+            tools = 4
         "#;
         let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
         let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
@@ -490,6 +493,7 @@ mod tests {
         assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
         assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
         assert!(agent.stop_at.is_some() && agent.max_parallel_calls.is_some());
+        assert_eq!(agent.tools, Some(crate::agent::ToolLimit::Top(4)));
     }
 
     #[test]

@@ -520,9 +520,13 @@ fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallEr
     } else {
         arguments
     };
+    // Every message ends with what to send instead.
     let invalid = |message: String| CallError::InvalidArguments {
         tool: name.to_owned(),
-        message,
+        message: format!(
+            "{message}; send {}",
+            crate::spec::example_arguments(&catalog.entries[at].spec.input_schema)
+        ),
     };
     let value: Value = serde_json::from_str(text)
         .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;

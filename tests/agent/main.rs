@@ -9,6 +9,7 @@ mod approve_cli;
 mod audit;
 mod captured;
 mod cli;
+mod eval;
 mod faults;
 mod guards;
 mod host;

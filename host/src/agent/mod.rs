@@ -64,6 +64,7 @@ mod error;
 mod execute;
 mod guard;
 mod run;
+mod select;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,6 +83,7 @@ pub use config::{AgentConfig, OnError};
 pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
 pub use error::{AgentError, AgentErrorKind, RunRecord};
 pub use execute::{InvalidCall, InvalidProblem, Outcome, ToolExecution};
+pub use select::{ToolIndex, ToolLimit};
 pub use state::RunState;
 
 use crate::llm::{
@@ -128,6 +130,9 @@ pub struct AgentOptions {
     pub approval: ApprovalRules,
     /// The most calls of one model turn that run at once; all of them when `None`.
     pub max_parallel_calls: Option<NonZeroUsize>,
+    /// How many of the tools a request offers: all (the default), or the best few for the
+    /// conversation (the local model's default; see [`ToolIndex`]).
+    pub tool_limit: ToolLimit,
 }
 
 impl Default for AgentOptions {
@@ -143,6 +148,7 @@ impl Default for AgentOptions {
             fail_run: BTreeSet::new(),
             approval: ApprovalRules::default(),
             max_parallel_calls: None,
+            tool_limit: ToolLimit::All,
         }
     }
 }
@@ -175,8 +181,11 @@ impl std::fmt::Debug for ToolSelection {
 /// Options of one run. A paused run resumes with the same ones (they are not saved with it).
 #[derive(Clone, Default)]
 pub struct RunOptions {
-    /// Which tools to offer.
+    /// Which tools to offer. [`ToolSelection::Only`] offers exactly those; with the others,
+    /// the tool limit picks among the tools they allow.
     pub tools: ToolSelection,
+    /// How many tools a request offers, over the agent's [`AgentOptions::tool_limit`].
+    pub tool_limit: Option<ToolLimit>,
     /// Whether and which tool the model must call. A forced choice (a tool's name, or
     /// `required`) applies to the run's first request only; later ones go back to `auto`, so
     /// that the model can answer.
@@ -193,6 +202,7 @@ impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunOptions")
             .field("tools", &self.tools)
+            .field("tool_limit", &self.tool_limit)
             .field("tool_choice", &self.tool_choice)
             .field("context", &self.context)
             .field(
@@ -294,6 +304,7 @@ pub struct Agent {
     toolbox: Arc<Toolbox>,
     options: AgentOptions,
     audit: Option<Arc<dyn AuditSink>>,
+    index: Arc<select::IndexCache>,
 }
 
 impl Agent {
@@ -304,6 +315,7 @@ impl Agent {
             toolbox,
             options,
             audit: None,
+            index: Arc::default(),
         }
     }
 
@@ -492,14 +504,34 @@ impl Agent {
 
     /// The tools a request offers.
     fn offered(&self, messages: &[Message], options: &RunOptions) -> Vec<ToolDefinition> {
-        self.toolbox
-            .catalog()
-            .iter()
-            .filter(|spec| match &options.tools {
-                ToolSelection::All => true,
-                ToolSelection::Only(names) => names.contains(&spec.name),
-                ToolSelection::Filter(filter) => filter(spec, messages),
-            })
+        let catalog = self.toolbox.catalog();
+        let allowed = |spec: &ToolSpec| match &options.tools {
+            ToolSelection::All => true,
+            ToolSelection::Only(names) => names.contains(&spec.name),
+            ToolSelection::Filter(filter) => filter(spec, messages),
+        };
+        let limit = options.tool_limit.unwrap_or(self.options.tool_limit);
+        let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
+            (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
+                let index = self.index.get(&catalog);
+                index
+                    .rank(messages)
+                    .into_iter()
+                    .filter_map(|(at, _)| catalog.get(index.name(at)))
+                    .filter(|spec| allowed(spec))
+                    .take(k)
+                    .collect()
+            }
+            _ => catalog.iter().filter(|spec| allowed(spec)).collect(),
+        };
+        if limit != ToolLimit::All {
+            tracing::debug!(
+                offered = ?specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+                "tools ranked for the request"
+            );
+        }
+        specs
+            .into_iter()
             .map(|spec| ToolDefinition {
                 name: spec.name.clone(),
                 description: spec.description.clone(),

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::json;
 use toolhost::agent::{
     Agent, AgentConfig, AgentError, AgentEvent, Conversation, Outcome, RunOptions, RunResult,
-    ToolSelection,
+    ToolLimit, ToolSelection,
 };
 use toolhost::llm::{ModelConfig, ToolChoice};
 use toolhost::{Host, Runtime};
@@ -67,6 +67,11 @@ pub struct ModelArgs {
         help_heading = "Tools"
     )]
     tools: Vec<String>,
+
+    /// How many tools each request offers: all, or the N that best fit the conversation
+    /// [default: 3 for the local model, else all; the manifest's [model] tools]
+    #[arg(long, value_name = "N|all", help_heading = "Tools")]
+    tool_limit: Option<ToolLimit>,
 
     /// Whether and which tool the model must call: auto, none, required, or a tool's name
     #[arg(
@@ -140,6 +145,7 @@ impl ModelArgs {
             max_rounds: self.max_rounds,
             system: self.system.clone(),
             stream: self.no_stream.then_some(false),
+            tools: self.tool_limit,
             ..AgentConfig::default()
         }
     }
