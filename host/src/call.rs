@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{CallHook, Store, UpdateDeadline};
 
 use crate::bindings::{ToolboxPre, wit};
 use crate::error::TimeLimit;
@@ -33,7 +33,10 @@ pub struct ToolOutput {
     /// What the tool wrote to stderr.
     pub stderr: CapturedLog,
     /// How long the call took, instantiation included.
-    #[serde(rename = "duration_ms", serialize_with = "crate::report::serialize_millis")]
+    #[serde(
+        rename = "duration_ms",
+        serialize_with = "crate::report::serialize_millis"
+    )]
     pub duration: Duration,
 }
 
@@ -46,6 +49,117 @@ impl ToolOutput {
             stderr: CapturedLog::default(),
             duration,
         }
+    }
+}
+
+/// Where the time of one call went, phase by phase, as
+/// [`LoadedComponent::call_profiled`](crate::LoadedComponent::call_profiled) measures it. The
+/// host's own cost is `store + instantiate + teardown` (and the host side of `call`); `init`
+/// and `in_wasm` are the component's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallPhases {
+    /// Setting up a fresh store: the WASI context with the component's grants (preopened
+    /// directories, environment), captured stdout and stderr, limits.
+    pub store: Duration,
+    /// Instantiating the component (an instance slot, its memory image, tables, imports), the
+    /// component's own start-up code excluded.
+    pub instantiate: Duration,
+    /// The component's own start-up code, run at instantiation: start functions and a language
+    /// runtime's `_initialize` (the host functions it calls included).
+    pub init: Duration,
+    /// The call of the tool's export, from the host's side: passing the arguments in, the
+    /// tool's code, the host functions it calls, taking the result out.
+    pub call: Duration,
+    /// Of `call`, the time spent in the component's code (the host functions it calls
+    /// included).
+    pub in_wasm: Duration,
+    /// Of `init` and `in_wasm`, the time spent in host functions (WASI) and in wasmtime's
+    /// library calls (growing memory, function references, ...).
+    pub host_calls: Duration,
+    /// Dropping the store: resetting the instance's memory and tables for the next call, and
+    /// giving its slot back.
+    pub teardown: Duration,
+}
+
+impl CallPhases {
+    /// What the host itself spent: store, instantiation and teardown, and the part of the
+    /// call outside the component's code.
+    pub fn host(&self) -> Duration {
+        self.store + self.instantiate + self.call.saturating_sub(self.in_wasm) + self.teardown
+    }
+}
+
+/// Measures the time between the phases of a profiled call; does nothing (and costs nothing)
+/// for the others.
+struct Laps(Option<Instant>);
+
+impl Laps {
+    fn new(enabled: bool) -> Self {
+        Self(enabled.then(Instant::now))
+    }
+
+    /// The time since the last lap.
+    fn lap(&mut self) -> Duration {
+        match &mut self.0 {
+            Some(last) => {
+                let now = Instant::now();
+                let took = now - *last;
+                *last = now;
+                took
+            }
+            None => Duration::ZERO,
+        }
+    }
+}
+
+/// The time a profiled call's store spends in the component's code, told by the store's call
+/// hook: from each entry into WebAssembly to the matching return, the host functions and
+/// wasmtime library calls made meanwhile included (and also counted apart).
+#[derive(Debug, Default)]
+pub(crate) struct WasmClock {
+    depth: u32,
+    entered: Option<Instant>,
+    in_host_since: Option<Instant>,
+    total: Duration,
+    host: Duration,
+}
+
+impl WasmClock {
+    fn on(&mut self, hook: CallHook) {
+        match hook {
+            CallHook::CallingWasm => {
+                if self.depth == 0 {
+                    self.entered = Some(Instant::now());
+                }
+                self.depth += 1;
+            }
+            CallHook::ReturningFromWasm => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0
+                    && let Some(entered) = self.entered.take()
+                {
+                    self.total += entered.elapsed();
+                }
+            }
+            CallHook::CallingHost => {
+                if self.depth == 1 {
+                    self.in_host_since = Some(Instant::now());
+                }
+            }
+            CallHook::ReturningFromHost => {
+                if let Some(since) = self.in_host_since.take() {
+                    self.host += since.elapsed();
+                }
+            }
+        }
+    }
+
+    /// The time in the component's code, and of it in host functions, since the last take.
+    fn take(&mut self) -> (Duration, Duration) {
+        (
+            std::mem::take(&mut self.total),
+            std::mem::take(&mut self.host),
+        )
     }
 }
 
@@ -64,9 +178,19 @@ impl std::error::Error for CpuTimeExceeded {}
 /// A fresh store for one call in `sandbox`: memory limiter on, and a CPU budget counted in
 /// epoch ticks; each tick of computing also yields to other tasks, which is what lets the
 /// wall-clock timeout and concurrent calls proceed while a tool spins.
-fn new_store(runtime: &Runtime, sandbox: &Sandbox) -> anyhow::Result<Store<StoreState>> {
+fn new_store(
+    runtime: &Runtime,
+    sandbox: &Sandbox,
+    profiled: bool,
+) -> anyhow::Result<Store<StoreState>> {
     let state = sandbox.store_state(runtime.ticks_for(sandbox.limits.cpu_time))?;
     let mut store = Store::new(runtime.engine(), state);
+    if profiled {
+        store.call_hook(|mut context, hook| {
+            context.data_mut().wasm_clock.on(hook);
+            Ok(())
+        });
+    }
     store.limiter(|state| &mut state.limiter);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut context| {
@@ -87,14 +211,15 @@ pub(crate) async fn describe(
     sandbox: &Sandbox,
 ) -> Result<Vec<wit::ToolSpec>, CallError> {
     let label = "describe";
-    let (result, _, stderr) = run(runtime, pre, sandbox, label, async |instance, store| {
+    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
         instance.toolhost_tool_tools().call_describe(store).await
-    })
-    .await;
+    };
+    let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None).await;
     result.map_err(|error| with_stderr(error, &stderr))
 }
 
-/// Calls tool `tool` of the component with `arguments`.
+/// Calls tool `tool` of the component with `arguments`; with `phases`, measures where the
+/// time went.
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     pre: &ToolboxPre<StoreState>,
@@ -102,19 +227,20 @@ pub(crate) async fn call_tool(
     tool: &str,
     arguments: &str,
     context: &CallContext,
+    phases: Option<&mut CallPhases>,
 ) -> Result<ToolOutput, CallError> {
     let started = Instant::now();
     let wit_context = wit::CallContext {
         call_id: context.call_id.clone(),
         values: context.values.clone().into_iter().collect(),
     };
-    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, async |instance, store| {
+    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
         instance
             .toolhost_tool_tools()
             .call_call(store, tool, arguments, &wit_context)
             .await
-    })
-    .await;
+    };
+    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, body, phases).await;
     let duration = started.elapsed();
     log_output(tool, &stdout, &stderr);
     let text = match result {
@@ -158,11 +284,14 @@ async fn run<R>(
     sandbox: &Sandbox,
     tool: &str,
     body: impl AsyncFnOnce(&crate::bindings::Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    phases: Option<&mut CallPhases>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
 where
     R: ToolResult,
 {
-    let mut store = match new_store(runtime, sandbox) {
+    let limits = sandbox.limits;
+    let mut laps = Laps::new(phases.is_some());
+    let mut store = match new_store(runtime, sandbox, phases.is_some()) {
         Ok(store) => store,
         Err(source) => {
             let error = CallError::Instantiate {
@@ -172,16 +301,21 @@ where
             return (Err(error), CapturedLog::default(), CapturedLog::default());
         }
     };
-    let limits = sandbox.limits;
-    let outcome = tokio::time::timeout(limits.timeout, async {
+    let setup = laps.lap();
+    // How long instantiating took, and of it the component's own code (and its host calls).
+    let mut instantiated = (Duration::ZERO, (Duration::ZERO, Duration::ZERO));
+    let work = async {
         let instance = pre
             .instantiate_async(&mut store)
             .await
             .map_err(Failure::Start)?;
+        instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
         body(&instance, &mut store).await.map_err(Failure::Run)
-    })
-    .await;
-    let state = store.data();
+    };
+    let outcome = tokio::time::timeout(limits.timeout, work).await;
+    let called = laps.lap();
+    let state = store.data_mut();
+    let (in_wasm, call_host) = state.wasm_clock.take();
     let stdout = state.stdout.take();
     let stderr = state.stderr.take();
     let tool = tool.to_owned();
@@ -201,6 +335,20 @@ where
         },
         Ok(Err(failure)) => Err(classify(failure, state, &limits, tool)),
     };
+    // Dropping the store resets the instance's memory and tables, and frees its slot.
+    drop(store);
+    if let Some(phases) = phases {
+        let (instantiate, (init, init_host)) = instantiated;
+        *phases = CallPhases {
+            store: setup,
+            instantiate: instantiate.saturating_sub(init),
+            init,
+            call: called,
+            in_wasm,
+            host_calls: init_host + call_host,
+            teardown: laps.lap(),
+        };
+    }
     (result, stdout, stderr)
 }
 

@@ -26,6 +26,7 @@ pub(crate) use limits::MemoryLimiter;
 pub(crate) use output::LogPipe;
 
 use crate::LoadError;
+use crate::call::WasmClock;
 
 /// The data of every store: one call's WASI state and its bookkeeping.
 pub(crate) struct StoreState {
@@ -39,6 +40,8 @@ pub(crate) struct StoreState {
     pub(crate) stdout: LogPipe,
     pub(crate) stderr: LogPipe,
     pub(crate) denials: Denials,
+    /// Time spent in WebAssembly, measured for profiled calls only.
+    pub(crate) wasm_clock: WasmClock,
 }
 
 impl WasiView for StoreState {
@@ -164,6 +167,7 @@ impl Sandbox {
             stdout,
             stderr,
             denials,
+            wasm_clock: WasmClock::default(),
         })
     }
 }
