@@ -58,6 +58,10 @@ impl ToolOutput {
 /// and `in_wasm` are the component's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallPhases {
+    /// Waiting for a free instance slot, when
+    /// [`RuntimeConfig::max_concurrent_calls`](crate::RuntimeConfig::max_concurrent_calls)
+    /// calls were already running.
+    pub queued: Duration,
     /// Setting up a fresh store: the WASI context with the component's grants (preopened
     /// directories, environment), captured stdout and stderr, limits.
     pub store: Duration,
@@ -83,7 +87,7 @@ pub struct CallPhases {
 
 impl CallPhases {
     /// What the host itself spent: store, instantiation and teardown, and the part of the
-    /// call outside the component's code.
+    /// call outside the component's code. Waiting for a slot is not counted.
     pub fn host(&self) -> Duration {
         self.store + self.instantiate + self.call.saturating_sub(self.in_wasm) + self.teardown
     }
@@ -274,8 +278,9 @@ pub(crate) async fn call_tool(
     })
 }
 
-/// Instantiates the component in a fresh store and runs `body` on it under the sandbox's
-/// limits. Returns the body's result (or why there is none) and the captured stdout and
+/// Waits for a free instance slot, instantiates the component in a fresh store and runs
+/// `body` on it under the sandbox's limits; the wall-clock timeout counts from the start of
+/// the wait. Returns the body's result (or why there is none) and the captured stdout and
 /// stderr. A tool's own error (`tool-error`) counts as a result here; a denied capability
 /// turns it into [`CallError::CapabilityDenied`].
 async fn run<R>(
@@ -291,6 +296,16 @@ where
 {
     let limits = sandbox.limits;
     let mut laps = Laps::new(phases.is_some());
+    let deadline = tokio::time::Instant::now().checked_add(limits.timeout);
+    let Some(slot) = runtime.call_slot(deadline).await else {
+        let error = CallError::Timeout {
+            tool: tool.to_owned(),
+            kind: TimeLimit::Queued,
+            limit: limits.timeout,
+        };
+        return (Err(error), CapturedLog::default(), CapturedLog::default());
+    };
+    let queued = laps.lap();
     let mut store = match new_store(runtime, sandbox, phases.is_some()) {
         Ok(store) => store,
         Err(source) => {
@@ -312,7 +327,10 @@ where
         instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
         body(&instance, &mut store).await.map_err(Failure::Run)
     };
-    let outcome = tokio::time::timeout(limits.timeout, work).await;
+    let outcome = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await,
+        None => Ok(work.await),
+    };
     let called = laps.lap();
     let state = store.data_mut();
     let (in_wasm, call_host) = state.wasm_clock.take();
@@ -335,11 +353,14 @@ where
         },
         Ok(Err(failure)) => Err(classify(failure, state, &limits, tool)),
     };
-    // Dropping the store resets the instance's memory and tables, and frees its slot.
+    // Dropping the store resets the instance's memory and tables, and frees its slot: only
+    // then may another call have it.
     drop(store);
+    drop(slot);
     if let Some(phases) = phases {
         let (instantiate, (init, init_host)) = instantiated;
         *phases = CallPhases {
+            queued,
             store: setup,
             instantiate: instantiate.saturating_sub(init),
             init,
@@ -391,7 +412,9 @@ fn classify(
             return CallError::Instantiate {
                 tool,
                 source: anyhow::Error::from(error).context(
-                    "every instance slot is in use: raise RuntimeConfig::max_concurrent_calls",
+                    "the instance pool has no room left for this component's instances (core \
+                     instances, memories or tables); raise RuntimeConfig::max_concurrent_calls, \
+                     which the pool's room grows with",
                 ),
             };
         }

@@ -7,4 +7,5 @@ mod calls;
 mod cli;
 mod limits;
 mod load;
+mod pool;
 mod sandbox;
