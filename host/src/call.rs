@@ -187,7 +187,8 @@ fn new_store(
     sandbox: &Sandbox,
     profiled: bool,
 ) -> anyhow::Result<Store<StoreState>> {
-    let state = sandbox.store_state(runtime.ticks_for(sandbox.limits.cpu_time))?;
+    let cpu_ticks = runtime.ticks_for(sandbox.limits.cpu_time);
+    let state = sandbox.store_state(cpu_ticks, runtime.file_io_on_call_thread())?;
     let mut store = Store::new(runtime.engine(), state);
     if profiled {
         store.call_hook(|mut context, hook| {
