@@ -128,6 +128,18 @@ TOOLS = {
         [CapabilityRequest(Capability_ReadDir("/data"), "the text files to measure")],
         textkit.file_text_stats,
     ),
+    "isolation_check": (
+        "A check for the host, not a text tool: leaves a marker in this component's memory "
+        "(globals, modules, caches) and lists the markers earlier calls left there. Always an "
+        "empty list when every call runs in a fresh instance.",
+        schema(
+            ["marker"],
+            marker={"type": "string", "description": "Any text, such as call-1."},
+        ),
+        None,
+        [],
+        textkit.isolation_check,
+    ),
 }
 
 JSON_TYPES = {

@@ -5,6 +5,7 @@
 
 mod calls;
 mod cli;
+mod isolation;
 mod limits;
 mod load;
 mod pool;
