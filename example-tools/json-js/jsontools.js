@@ -211,3 +211,28 @@ export async function fetchJson(url, path) {
     throw new Failed(`the answer from ${parsed.href} has no such value: ${error.message}`);
   }
 }
+
+/** Markers of earlier `isolationCheck` calls in this engine, if it served any. */
+const earlierMarkers = [];
+const cache = new Map();
+
+/**
+ * Leaves `marker` where state survives from one call to the next in a long-lived engine (a
+ * module variable, a global, a built-in prototype, a cache) and reports what earlier calls left
+ * there. On a host that runs every call in a fresh instance the list is always empty; called
+ * twice in one engine, the second call finds the first.
+ */
+export function isolationCheck(marker) {
+  const left = earlierMarkers.map((m) => `module variable: ${m}`);
+  if ("isolationMarker" in globalThis) left.push(`global: ${globalThis.isolationMarker}`);
+  if (Object.hasOwn(Array.prototype, "isolationMarker")) {
+    left.push(`prototype: ${Array.prototype.isolationMarker}`);
+  }
+  if (cache.size > 0) left.push(`cache: ${[...cache.keys()].join(", ")}`);
+
+  earlierMarkers.push(marker);
+  globalThis.isolationMarker = marker;
+  Object.defineProperty(Array.prototype, "isolationMarker", { value: marker, configurable: true });
+  cache.set(marker, true);
+  return { left_by_earlier_calls: left };
+}

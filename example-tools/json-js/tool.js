@@ -2,7 +2,16 @@
 // The tools are in jsontools.js; this module exports the WIT interface `toolhost:tool/tools`:
 // it describes the tools, checks their arguments and maps errors onto `tool-error`.
 
-import { Failed, InvalidArguments, fetchJson, kind, parseDocument, query, transform } from "./jsontools.js";
+import {
+  Failed,
+  InvalidArguments,
+  fetchJson,
+  isolationCheck,
+  kind,
+  parseDocument,
+  query,
+  transform,
+} from "./jsontools.js";
 
 /** The host `fetch_json` asks for; the host's grants decide which hosts it really reaches. */
 const API_HOST = "api.example.com";
@@ -67,6 +76,14 @@ const TOOLS = {
     }),
     capabilities: [{ capability: { tag: "http", val: API_HOST }, reason: "the JSON API to read from" }],
     run: ({ url, path }) => fetchJson(url, path),
+  },
+  isolation_check: {
+    description:
+      "A check for the host, not a JSON tool: leaves a marker in this component's memory " +
+      "(globals, prototypes, caches) and lists the markers earlier calls left there. Always an " +
+      "empty list when every call runs in a fresh instance.",
+    input: schema(["marker"], { marker: { type: "string", description: "Any text, such as call-1." } }),
+    run: ({ marker }) => isolationCheck(marker),
   },
 };
 

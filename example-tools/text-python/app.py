@@ -129,6 +129,18 @@ TOOLS = {
         [CapabilityRequest(Capability_ReadDir("/data"), "the text files to measure")],
         textkit.file_text_stats,
     ),
+    "isolation_check": (
+        "A check for the host, not a text tool: leaves a marker in this component's memory "
+        "(globals, modules, caches) and lists the markers earlier calls left there. Always an "
+        "empty list when every call runs in a fresh instance.",
+        schema(
+            ["marker"],
+            marker={"type": "string", "description": "Any text, such as call-1."},
+        ),
+        None,
+        [],
+        textkit.isolation_check,
+    ),
 }
 
 # A call of each tool, as the messages about bad arguments show it.
@@ -137,6 +149,7 @@ EXAMPLES = {
     "regex_replace": '{"pattern": "colou?r", "replacement": "hue", "text": "a red colour"}',
     "text_stats": '{"text": "One fish. Two fish."}',
     "file_text_stats": '{"path": "/data/notes.txt"}',
+    "isolation_check": '{"marker": "call-1"}',
 }
 
 PLACEHOLDERS = {"string": '"..."', "integer": "5", "number": "1.5", "boolean": "true"}

@@ -1,8 +1,13 @@
 """The text tools themselves, in plain Python: no WebAssembly in sight, so they can be tried with
 any Python (`python3 -c 'import textkit; print(textkit.text_stats("a b a"))'`)."""
 
+import builtins
+import functools
+import json
 import os
 import re
+import sys
+import types
 from collections import Counter
 
 # The most matches `regex_find_all` returns, and the most bytes `file_text_stats` reads.
@@ -97,3 +102,39 @@ def file_text_stats(path, top=10):
     except UnicodeDecodeError:
         raise Failed(f"`{path}` is not UTF-8 text") from None
     return {"path": path, "bytes": len(data), **text_stats(text, top)}
+
+
+
+# Markers of earlier `isolation_check` calls in this interpreter, if it served any.
+_EARLIER_MARKERS = []
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_marker(marker):
+    return marker
+
+
+def isolation_check(marker):
+    """Leaves `marker` where state survives from one call to the next in a long-lived interpreter
+    (a module global, the builtins, the module table, a class attribute, a function cache) and
+    reports what earlier calls left there. On a host that runs every call in a fresh instance the
+    list is always empty; called twice in one interpreter, the second call finds the first."""
+    left = [f"module global: {m}" for m in _EARLIER_MARKERS]
+    if hasattr(builtins, "isolation_marker"):
+        left.append(f"builtins: {builtins.isolation_marker}")
+    if "isolation_module" in sys.modules:
+        left.append(f"sys.modules: {sys.modules['isolation_module'].marker}")
+    if hasattr(json.JSONEncoder, "isolation_marker"):
+        left.append(f"class attribute: {json.JSONEncoder.isolation_marker}")
+    cached = _cached_marker.cache_info().currsize
+    if cached:
+        left.append(f"function cache: {cached} entries")
+
+    _EARLIER_MARKERS.append(marker)
+    builtins.isolation_marker = marker
+    module = types.ModuleType("isolation_module")
+    module.marker = marker
+    sys.modules["isolation_module"] = module
+    json.JSONEncoder.isolation_marker = marker
+    _cached_marker(marker)
+    return {"left_by_earlier_calls": left}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{CallHook, Store, UpdateDeadline};
 
 use crate::bindings::{ToolboxPre, wit};
 use crate::error::TimeLimit;
@@ -79,6 +79,121 @@ impl ToolImage {
     }
 }
 
+/// Where the time of one call went, phase by phase, as
+/// [`LoadedComponent::call_profiled`](crate::LoadedComponent::call_profiled) measures it. The
+/// host's own cost is `store + instantiate + teardown` (and the host side of `call`); `init`
+/// and `in_wasm` are the component's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallPhases {
+    /// Waiting for a free instance slot, when
+    /// [`RuntimeConfig::max_concurrent_calls`](crate::RuntimeConfig::max_concurrent_calls)
+    /// calls were already running.
+    pub queued: Duration,
+    /// Setting up a fresh store: the WASI context with the component's grants (preopened
+    /// directories, environment), captured stdout and stderr, limits.
+    pub store: Duration,
+    /// Instantiating the component (an instance slot, its memory image, tables, imports), the
+    /// component's own start-up code excluded.
+    pub instantiate: Duration,
+    /// The component's own start-up code, run at instantiation: start functions and a language
+    /// runtime's `_initialize` (the host functions it calls included).
+    pub init: Duration,
+    /// The call of the tool's export, from the host's side: passing the arguments in, the
+    /// tool's code, the host functions it calls, taking the result out.
+    pub call: Duration,
+    /// Of `call`, the time spent in the component's code (the host functions it calls
+    /// included).
+    pub in_wasm: Duration,
+    /// Of `init` and `in_wasm`, the time spent in host functions (WASI) and in wasmtime's
+    /// library calls (growing memory, function references, ...).
+    pub host_calls: Duration,
+    /// Dropping the store: resetting the instance's memory and tables for the next call, and
+    /// giving its slot back.
+    pub teardown: Duration,
+}
+
+impl CallPhases {
+    /// What the host itself spent: store, instantiation and teardown, and the part of the
+    /// call outside the component's code. Waiting for a slot is not counted.
+    pub fn host(&self) -> Duration {
+        self.store + self.instantiate + self.call.saturating_sub(self.in_wasm) + self.teardown
+    }
+}
+
+/// Measures the time between the phases of a profiled call; does nothing (and costs nothing)
+/// for the others.
+struct Laps(Option<Instant>);
+
+impl Laps {
+    fn new(enabled: bool) -> Self {
+        Self(enabled.then(Instant::now))
+    }
+
+    /// The time since the last lap.
+    fn lap(&mut self) -> Duration {
+        match &mut self.0 {
+            Some(last) => {
+                let now = Instant::now();
+                let took = now - *last;
+                *last = now;
+                took
+            }
+            None => Duration::ZERO,
+        }
+    }
+}
+
+/// The time a profiled call's store spends in the component's code, told by the store's call
+/// hook: from each entry into WebAssembly to the matching return, the host functions and
+/// wasmtime library calls made meanwhile included (and also counted apart).
+#[derive(Debug, Default)]
+pub(crate) struct WasmClock {
+    depth: u32,
+    entered: Option<Instant>,
+    in_host_since: Option<Instant>,
+    total: Duration,
+    host: Duration,
+}
+
+impl WasmClock {
+    fn on(&mut self, hook: CallHook) {
+        match hook {
+            CallHook::CallingWasm => {
+                if self.depth == 0 {
+                    self.entered = Some(Instant::now());
+                }
+                self.depth += 1;
+            }
+            CallHook::ReturningFromWasm => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0
+                    && let Some(entered) = self.entered.take()
+                {
+                    self.total += entered.elapsed();
+                }
+            }
+            CallHook::CallingHost => {
+                if self.depth == 1 {
+                    self.in_host_since = Some(Instant::now());
+                }
+            }
+            CallHook::ReturningFromHost => {
+                if let Some(since) = self.in_host_since.take() {
+                    self.host += since.elapsed();
+                }
+            }
+        }
+    }
+
+    /// The time in the component's code, and of it in host functions, since the last take.
+    fn take(&mut self) -> (Duration, Duration) {
+        (
+            std::mem::take(&mut self.total),
+            std::mem::take(&mut self.host),
+        )
+    }
+}
+
 /// The error a store's epoch callback raises when the call has used up its CPU time.
 #[derive(Debug)]
 struct CpuTimeExceeded;
@@ -94,9 +209,20 @@ impl std::error::Error for CpuTimeExceeded {}
 /// A fresh store for one call in `sandbox`: memory limiter on, and a CPU budget counted in
 /// epoch ticks; each tick of computing also yields to other tasks, which is what lets the
 /// wall-clock timeout and concurrent calls proceed while a tool spins.
-fn new_store(runtime: &Runtime, sandbox: &Sandbox) -> anyhow::Result<Store<StoreState>> {
-    let state = sandbox.store_state(runtime.ticks_for(sandbox.limits.cpu_time))?;
+fn new_store(
+    runtime: &Runtime,
+    sandbox: &Sandbox,
+    profiled: bool,
+) -> anyhow::Result<Store<StoreState>> {
+    let cpu_ticks = runtime.ticks_for(sandbox.limits.cpu_time);
+    let state = sandbox.store_state(cpu_ticks, runtime.file_io_on_call_thread())?;
     let mut store = Store::new(runtime.engine(), state);
+    if profiled {
+        store.call_hook(|mut context, hook| {
+            context.data_mut().wasm_clock.on(hook);
+            Ok(())
+        });
+    }
     store.limiter(|state| &mut state.limiter);
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(|mut context| {
@@ -117,14 +243,15 @@ pub(crate) async fn describe(
     sandbox: &Sandbox,
 ) -> Result<Vec<wit::ToolSpec>, CallError> {
     let label = "describe";
-    let (result, _, stderr) = run(runtime, pre, sandbox, label, async |instance, store| {
+    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
         instance.toolhost_tool_tools().call_describe(store).await
-    })
-    .await;
+    };
+    let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None).await;
     result.map_err(|error| with_stderr(error, &stderr))
 }
 
-/// Calls tool `tool` of the component with `arguments`.
+/// Calls tool `tool` of the component with `arguments`; with `phases`, measures where the
+/// time went.
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     pre: &ToolboxPre<StoreState>,
@@ -132,19 +259,20 @@ pub(crate) async fn call_tool(
     tool: &str,
     arguments: &str,
     context: &CallContext,
+    phases: Option<&mut CallPhases>,
 ) -> Result<ToolOutput, CallError> {
     let started = Instant::now();
     let wit_context = wit::CallContext {
         call_id: context.call_id.clone(),
         values: context.values.clone().into_iter().collect(),
     };
-    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, async |instance, store| {
+    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
         instance
             .toolhost_tool_tools()
             .call_call(store, tool, arguments, &wit_context)
             .await
-    })
-    .await;
+    };
+    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, body, phases).await;
     let duration = started.elapsed();
     log_output(tool, &stdout, &stderr);
     let text = match result {
@@ -180,8 +308,9 @@ pub(crate) async fn call_tool(
     })
 }
 
-/// Instantiates the component in a fresh store and runs `body` on it under the sandbox's
-/// limits. Returns the body's result (or why there is none) and the captured stdout and
+/// Waits for a free instance slot, instantiates the component in a fresh store and runs
+/// `body` on it under the sandbox's limits; the wall-clock timeout counts from the start of
+/// the wait. Returns the body's result (or why there is none) and the captured stdout and
 /// stderr. A tool's own error (`tool-error`) counts as a result here; a denied capability
 /// turns it into [`CallError::CapabilityDenied`].
 async fn run<R>(
@@ -190,11 +319,24 @@ async fn run<R>(
     sandbox: &Sandbox,
     tool: &str,
     body: impl AsyncFnOnce(&crate::bindings::Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    phases: Option<&mut CallPhases>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
 where
     R: ToolResult,
 {
-    let mut store = match new_store(runtime, sandbox) {
+    let limits = sandbox.limits;
+    let mut laps = Laps::new(phases.is_some());
+    let deadline = tokio::time::Instant::now().checked_add(limits.timeout);
+    let Some(slot) = runtime.call_slot(deadline).await else {
+        let error = CallError::Timeout {
+            tool: tool.to_owned(),
+            kind: TimeLimit::Queued,
+            limit: limits.timeout,
+        };
+        return (Err(error), CapturedLog::default(), CapturedLog::default());
+    };
+    let queued = laps.lap();
+    let mut store = match new_store(runtime, sandbox, phases.is_some()) {
         Ok(store) => store,
         Err(source) => {
             let error = CallError::Instantiate {
@@ -204,16 +346,24 @@ where
             return (Err(error), CapturedLog::default(), CapturedLog::default());
         }
     };
-    let limits = sandbox.limits;
-    let outcome = tokio::time::timeout(limits.timeout, async {
+    let setup = laps.lap();
+    // How long instantiating took, and of it the component's own code (and its host calls).
+    let mut instantiated = (Duration::ZERO, (Duration::ZERO, Duration::ZERO));
+    let work = async {
         let instance = pre
             .instantiate_async(&mut store)
             .await
             .map_err(Failure::Start)?;
+        instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
         body(&instance, &mut store).await.map_err(Failure::Run)
-    })
-    .await;
-    let state = store.data();
+    };
+    let outcome = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await,
+        None => Ok(work.await),
+    };
+    let called = laps.lap();
+    let state = store.data_mut();
+    let (in_wasm, call_host) = state.wasm_clock.take();
     let stdout = state.stdout.take();
     let stderr = state.stderr.take();
     let tool = tool.to_owned();
@@ -233,6 +383,23 @@ where
         },
         Ok(Err(failure)) => Err(classify(failure, state, &limits, tool)),
     };
+    // Dropping the store resets the instance's memory and tables, and frees its slot: only
+    // then may another call have it.
+    drop(store);
+    drop(slot);
+    if let Some(phases) = phases {
+        let (instantiate, (init, init_host)) = instantiated;
+        *phases = CallPhases {
+            queued,
+            store: setup,
+            instantiate: instantiate.saturating_sub(init),
+            init,
+            call: called,
+            in_wasm,
+            host_calls: init_host + call_host,
+            teardown: laps.lap(),
+        };
+    }
     (result, stdout, stderr)
 }
 
@@ -275,7 +442,9 @@ fn classify(
             return CallError::Instantiate {
                 tool,
                 source: anyhow::Error::from(error).context(
-                    "every instance slot is in use: raise RuntimeConfig::max_concurrent_calls",
+                    "the instance pool has no room left for this component's instances (core \
+                     instances, memories or tables); raise RuntimeConfig::max_concurrent_calls, \
+                     which the pool's room grows with",
                 ),
             };
         }

@@ -15,10 +15,11 @@ use wasmtime::component::{Component, types::ComponentItem};
 
 use crate::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
 use crate::cache::{self, CompileEvent, CompileSource, ContentKey, Described};
+use crate::call::{self, CallPhases};
 use crate::sandbox::{Grants, Limits, Sandbox, StoreState};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{self, ToolSpec};
-use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput, call};
+use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
 
 /// What to load, and under which grants and limits it runs.
 #[derive(Debug, Clone)]
@@ -217,6 +218,46 @@ impl LoadedComponent {
     pub fn load_time(&self) -> Duration {
         self.load_time
     }
+
+    /// Calls tool `tool` (by the component's own name for it; the arguments are not checked
+    /// against its schema) as every call runs, and measures where the time went: the host's
+    /// setup, instantiation, the component's own start-up code, the call, the teardown.
+    pub async fn call_profiled(
+        &self,
+        tool: &str,
+        arguments: &str,
+        context: &CallContext,
+    ) -> (Result<ToolOutput, CallError>, CallPhases) {
+        let mut phases = CallPhases::default();
+        let result = self
+            .run_call(tool, arguments, context, Some(&mut phases))
+            .await;
+        (result, phases)
+    }
+
+    async fn run_call(
+        &self,
+        tool: &str,
+        arguments: &str,
+        context: &CallContext,
+        phases: Option<&mut CallPhases>,
+    ) -> Result<ToolOutput, CallError> {
+        let pre = self.code().await.map_err(|error| CallError::Instantiate {
+            tool: tool.to_owned(),
+            source: error.into(),
+        })?;
+        let sandbox = &self.sandbox;
+        call::call_tool(
+            &self.runtime,
+            pre,
+            sandbox,
+            tool,
+            arguments,
+            context,
+            phases,
+        )
+        .await
+    }
 }
 
 impl ToolSource for LoadedComponent {
@@ -234,13 +275,7 @@ impl ToolSource for LoadedComponent {
         arguments: &'a str,
         context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        Box::pin(async move {
-            let pre = self.code().await.map_err(|error| CallError::Instantiate {
-                tool: tool.to_owned(),
-                source: error.into(),
-            })?;
-            call::call_tool(&self.runtime, pre, &self.sandbox, tool, arguments, context).await
-        })
+        Box::pin(self.run_call(tool, arguments, context, None))
     }
 
     fn grants(&self) -> Option<&Grants> {

@@ -139,6 +139,9 @@ pub enum TimeLimit {
     CpuTime,
     /// The call took longer than its wall-clock timeout (waiting included).
     WallClock,
+    /// The call's wall-clock timeout ran out while it waited for a free instance slot: it
+    /// never started, because `RuntimeConfig::max_concurrent_calls` calls were running.
+    Queued,
 }
 
 impl TimeLimit {
@@ -146,14 +149,20 @@ impl TimeLimit {
         match self {
             Self::CpuTime => "CPU time",
             Self::WallClock => "wall-clock",
+            Self::Queued => "wall-clock",
         }
     }
 
-    /// The setting that holds this limit.
-    fn setting(self) -> &'static str {
+    /// Which setting to raise.
+    fn advice(self) -> &'static str {
         match self {
-            Self::CpuTime => "cpu_time",
-            Self::WallClock => "timeout",
+            Self::CpuTime => "raise `cpu_time` in the manifest's limits if it needs more",
+            Self::WallClock => "raise `timeout` in the manifest's limits if it needs more",
+            Self::Queued => {
+                "it waited all that time for a free instance slot (every one was busy with other \
+                 calls) and never started; raise RuntimeConfig::max_concurrent_calls, or \
+                 `timeout` in the manifest's limits"
+            }
         }
     }
 }
@@ -260,11 +269,10 @@ pub enum CallError {
 
     /// The call ran out of time.
     #[error(
-        "`{tool}` ran out of time: its {} limit is {}; raise `{}` in the manifest's limits if it \
-         needs more",
+        "`{tool}` ran out of time: its {} limit is {}; {}",
         kind.describe(),
         humantime::format_duration(*limit),
-        kind.setting()
+        kind.advice()
     )]
     Timeout {
         /// The tool.

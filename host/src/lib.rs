@@ -53,7 +53,7 @@ mod spec;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};
-pub use call::{CallContext, ToolImage, ToolOutput};
+pub use call::{CallContext, CallPhases, ToolImage, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -26,11 +27,19 @@ pub struct RuntimeConfig {
     /// call's fresh instance costs microseconds. It reserves a lot of virtual (not resident)
     /// memory; turn it off where address space is limited. On by default.
     pub pooling: bool,
-    /// How many calls may run at the same time with the pooling allocator. Default 100.
+    /// How many calls may run at the same time with the pooling allocator: it reserves an
+    /// instance slot for each. Calls beyond that wait for a free slot (their wall-clock
+    /// timeout counting); they do not fail. Default 100.
     pub max_concurrent_calls: u32,
     /// How often running tools are checked against their CPU time budget, and made to yield
     /// to other tasks. Default 5 ms.
     pub epoch_tick: Duration,
+    /// Whether a tool's file operations (in its granted directories) run right on the thread
+    /// of its call: on a local disk they take microseconds, against tens of microseconds to
+    /// hand each one to a thread pool and back. Turn it off when a granted directory is on a
+    /// slow network file system, where one operation could hold up the other tasks of that
+    /// thread. On by default.
+    pub file_io_on_call_thread: bool,
     /// Told when a component is compiled; none by default.
     pub on_compile: Option<CompileObserver>,
 }
@@ -42,6 +51,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("pooling", &self.pooling)
             .field("max_concurrent_calls", &self.max_concurrent_calls)
             .field("epoch_tick", &self.epoch_tick)
+            .field("file_io_on_call_thread", &self.file_io_on_call_thread)
             .field("on_compile", &self.on_compile.as_ref().map(|_| ".."))
             .finish()
     }
@@ -54,6 +64,7 @@ impl Default for RuntimeConfig {
             pooling: true,
             max_concurrent_calls: 100,
             epoch_tick: Duration::from_millis(5),
+            file_io_on_call_thread: true,
             on_compile: None,
         }
     }
@@ -77,7 +88,10 @@ struct Inner {
     cache: Option<CompileCache>,
     on_compile: Option<CompileObserver>,
     epoch_tick: Duration,
+    file_io_on_call_thread: bool,
     ticker_stop: Arc<AtomicBool>,
+    /// One permit per instance slot of the pool; none without pooling.
+    slots: Option<Semaphore>,
 }
 
 impl Drop for Inner {
@@ -122,7 +136,11 @@ impl Runtime {
                 cache,
                 on_compile: config.on_compile,
                 epoch_tick: config.epoch_tick,
+                file_io_on_call_thread: config.file_io_on_call_thread,
                 ticker_stop,
+                slots: config
+                    .pooling
+                    .then(|| Semaphore::new(config.max_concurrent_calls as usize)),
             }),
         })
     }
@@ -144,6 +162,37 @@ impl Runtime {
         self.inner.on_compile.clone()
     }
 
+    /// Waits until an instance slot is free and keeps it until the returned value is dropped;
+    /// `None` when `deadline` passes first. Without pooling there is nothing to wait for.
+    pub(crate) async fn call_slot(
+        &self,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Option<CallSlot<'_>> {
+        let Some(slots) = &self.inner.slots else {
+            return Some(CallSlot { _permit: None });
+        };
+        // The common case, a free slot, without arming a timer.
+        if let Ok(permit) = slots.try_acquire() {
+            return Some(CallSlot {
+                _permit: Some(permit),
+            });
+        }
+        let wait = slots.acquire();
+        let permit = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, wait).await.ok()?,
+            None => wait.await,
+        };
+        // The semaphore is never closed.
+        permit.ok().map(|permit| CallSlot {
+            _permit: Some(permit),
+        })
+    }
+
+    /// Whether tools' file operations run on the call's thread.
+    pub(crate) fn file_io_on_call_thread(&self) -> bool {
+        self.inner.file_io_on_call_thread
+    }
+
     /// How many epoch ticks of computing `budget` allows (at least one).
     pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
         let ticks = budget.as_nanos() / self.inner.epoch_tick.as_nanos().max(1);
@@ -151,13 +200,21 @@ impl Runtime {
     }
 }
 
+/// An instance slot of the pool, held for the length of one call.
+pub(crate) struct CallSlot<'a> {
+    _permit: Option<SemaphorePermit<'a>>,
+}
+
 /// Slots for `calls` concurrent calls. Components from language runtimes (Python,
-/// JavaScript) have dozens of core instances and large function tables, hence the margins.
+/// JavaScript) have dozens of core instances and large function tables, hence the margins:
+/// [`Runtime::call_slot`] lets `calls` calls run at once, and nothing else of the pool should
+/// run out first. Core instances are only counted (nothing is reserved for them); the
+/// componentize-py component has 64.
 fn pooling_config(calls: u32) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(calls)
         .total_stacks(calls)
-        .total_core_instances(calls.saturating_mul(32))
+        .total_core_instances(calls.saturating_mul(256))
         .total_memories(calls.saturating_mul(4))
         .total_tables(calls.saturating_mul(16))
         .max_memories_per_module(2)

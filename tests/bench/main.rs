@@ -7,14 +7,26 @@
 //!   limits: the floor of what a call into wasm costs;
 //! - **process per call**: spawning a tiny native binary that reads the arguments from stdin;
 //! - **start**: loading the example tools with an empty compile cache, then with a warm one;
-//! - **per component** of `example-tools/dist/` (every language): size, first compile, a
-//!   load from the cache, and a call.
+//! - **per component** of `example-tools/dist/` (every language): size, first compile, a load
+//!   from the cache, a call, and where a fresh-instance call's time goes (store, instantiation,
+//!   the component's own start-up code, the call, teardown);
+//! - **parallel calls**: throughput with 1, 2, 4 and 16 calls in flight, and a full pool (more
+//!   calls than instance slots: they wait, and all succeed);
+//! - **memory**, in a child process: a host with the eight example components loaded and idle,
+//!   the increment per call in flight, and the growth over 100,000 calls.
 //!
-//! Reports medians (and p90) and the ratios. No thresholds: the figures are for reading.
+//! Reports medians (and p90) and ratios; the last line has the key figures as `key=value`.
+//! No thresholds: the figures are for reading. `BENCH_ITERATIONS` sets the number of host and
+//! raw calls (2000); `BENCH_PROFILE=<component>` only calls that component in a loop for
+//! `BENCH_SECONDS` (10), for a profiler such as `perf record`.
 
 mod baseline;
 mod components;
+mod memory;
+mod parallel;
+mod profile;
 
+use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
@@ -23,22 +35,28 @@ use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, WEATHER};
 const ARGUMENTS: &str = r#"{"a": 1, "b": 2}"#;
 
 fn main() -> anyhow::Result<()> {
+    if std::env::var_os(memory::CHILD).is_some() {
+        return memory::child();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if let Ok(name) = std::env::var("BENCH_PROFILE") {
+        let seconds = env_number("BENCH_SECONDS", 10);
+        return rt.block_on(profile::run(&name, Duration::from_secs(seconds as u64)));
+    }
     rt.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {
-    let iterations = std::env::var("BENCH_ITERATIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(2000);
+    let iterations = env_number("BENCH_ITERATIONS", 2000);
+    let load_at_start = load_average();
     let cache = tempfile::tempdir()?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache.path().to_owned()),
         ..RuntimeConfig::default()
     })?;
+    let mut summary = Summary::default();
 
     let cold = time_load(&runtime).await?;
     let warm = {
@@ -73,8 +91,10 @@ async fn run() -> anyhow::Result<()> {
     )?);
 
     println!(
-        "toolhost benchmark ({iterations} calls each; process: {} spawns)",
-        process.count
+        "toolhost benchmark ({iterations} calls each; process: {} spawns; {} cores; load \
+         average {load_at_start} at the start)",
+        process.count,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!();
     println!("{:<44} {:>12} {:>12}", "", "median", "p90");
@@ -82,10 +102,8 @@ async fn run() -> anyhow::Result<()> {
     raw.row("raw call (one instance kept alive)");
     process.row("process spawned per call");
     println!();
-    println!(
-        "host call / raw call:        {:>8.1}x",
-        ratio(host.median, raw.median)
-    );
+    let host_over_raw = ratio(host.median, raw.median);
+    println!("host call / raw call:        {host_over_raw:>8.1}x");
     println!(
         "process per call / host call: {:>7.1}x",
         ratio(process.median, host.median)
@@ -93,6 +111,13 @@ async fn run() -> anyhow::Result<()> {
     println!(
         "host call overhead over raw:  {:>8}",
         fmt(host.median.saturating_sub(raw.median))
+    );
+    summary.add("host_over_raw", format!("{host_over_raw:.1}"));
+    summary.add("host_call_us", micros(host.median));
+    summary.add("raw_call_us", micros(raw.median));
+    summary.add(
+        "process_over_host",
+        format!("{:.0}", ratio(process.median, host.median)),
     );
     println!();
     println!("start: load calculator, clock, files and weather");
@@ -112,10 +137,16 @@ async fn run() -> anyhow::Result<()> {
         ratio(cold, warm.median)
     );
 
-    components::report((iterations / 10).max(50)).await?;
+    let loaded = components::report(&runtime, (iterations / 10).max(50), &mut summary).await?;
+    parallel::report(&loaded, &mut summary).await?;
+    memory::report(cache.path(), &mut summary)?;
 
     println!();
-    println!("memory: {}", memory_status());
+    println!(
+        "load average at the end: {} (other work on the machine shows in every figure)",
+        load_average()
+    );
+    println!("{}", summary.line());
     Ok(())
 }
 
@@ -133,30 +164,53 @@ async fn time_load(runtime: &Runtime) -> anyhow::Result<Duration> {
     Ok(took)
 }
 
-/// The process's resident memory now and at its peak, from /proc (Linux).
-fn memory_status() -> String {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(name))
-            .map_or_else(|| "?".to_owned(), |v| v.trim().to_owned())
-    };
-    format!(
-        "resident {} now, {} at the peak (the whole run: compilers included)",
-        field("VmRSS:"),
-        field("VmHWM:")
-    )
+/// The key figures of the run, printed last as `key=value` pairs.
+#[derive(Default)]
+pub struct Summary {
+    pairs: Vec<(String, String)>,
 }
 
-struct Stats {
+impl Summary {
+    pub fn add(&mut self, key: &str, value: impl std::fmt::Display) {
+        self.pairs.push((key.to_owned(), value.to_string()));
+    }
+
+    fn line(&self) -> String {
+        let mut line = String::new();
+        for (key, value) in &self.pairs {
+            let _ = write!(
+                line,
+                "{}{key}={value}",
+                if line.is_empty() { "" } else { " " }
+            );
+        }
+        line
+    }
+}
+
+/// The 1-minute load average, from /proc (Linux).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+pub struct Stats {
     count: usize,
     median: Duration,
     p90: Duration,
 }
 
 impl Stats {
-    fn of(mut samples: Vec<Duration>) -> Self {
+    pub fn of(mut samples: Vec<Duration>) -> Self {
         samples.sort();
         let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
         Self {
@@ -171,15 +225,56 @@ impl Stats {
     }
 }
 
-fn ratio(a: Duration, b: Duration) -> f64 {
+/// The median of `samples`.
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+pub fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64()
 }
 
-fn fmt(d: Duration) -> String {
+/// Microseconds, rounded, for the summary line.
+pub fn micros(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 10.0 {
+        format!("{us:.1}")
+    } else {
+        format!("{us:.0}")
+    }
+}
+
+pub fn fmt(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us < 1000.0 {
         format!("{us:.1} us")
     } else {
         format!("{:.2} ms", us / 1000.0)
     }
+}
+
+/// The CPU time of the calling thread so far (Linux).
+pub fn thread_cpu() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .map(Duration::from_nanos)
+}
+
+/// The minor page faults of the calling thread so far (Linux).
+pub fn thread_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(7)?.parse().ok()
+}
+
+/// The CPU time of the whole process so far (Linux; in clock ticks of 10 ms).
+pub fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }

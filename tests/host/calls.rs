@@ -1,4 +1,4 @@
-//! Calling tools: results, argument checks, typed errors, context, isolation, concurrency.
+//! Calling tools: results, argument checks, typed errors, context, concurrency.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -145,41 +145,6 @@ async fn the_call_context_reaches_the_tool() {
         value,
         serde_json::json!({ "call_id": "call-7", "values": { "tenant": "acme", "user": "ada" } })
     );
-}
-
-#[tokio::test]
-async fn every_call_gets_a_fresh_instance() {
-    let toolbox = load(MISBEHAVE, |_| {}).await;
-    for _ in 0..3 {
-        let output = toolbox
-            .call("count", "{}", &context())
-            .await
-            .expect("count succeeds");
-        assert_eq!(
-            output.text, "1",
-            "a global counter never sees an earlier call"
-        );
-    }
-}
-
-#[tokio::test]
-async fn nothing_a_call_leaves_in_memory_reaches_the_next() {
-    let toolbox = load(MISBEHAVE, |_| {}).await;
-    for secret in [
-        "first-secret-3f9a",
-        "second-secret-77c1",
-        "third-secret-0b2e",
-    ] {
-        let arguments = serde_json::json!({ "text": secret }).to_string();
-        let output = toolbox
-            .call("remember", &arguments, &context())
-            .await
-            .expect("remember succeeds");
-        assert_eq!(
-            output.text, "before: \"\"; in fresh heap: false",
-            "after writing {secret}"
-        );
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,9 @@
 mod calls;
 mod cli;
 mod entry;
+mod isolation;
 mod limits;
 mod load;
+mod pool;
 mod sandbox;
 mod snapshots;

@@ -68,6 +68,33 @@ async fn a_granted_directory_can_be_listed_and_read() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_operations_also_work_handed_to_a_thread_pool() {
+    let root = data_layout();
+    let runtime = toolhost::Runtime::new(toolhost::RuntimeConfig {
+        cache_dir: Some(toolhost_tests::target_dir().join("test-compile-cache")),
+        file_io_on_call_thread: false,
+        ..toolhost::RuntimeConfig::default()
+    })
+    .expect("the runtime starts");
+    let mut config = toolhost::ComponentConfig::new(FILES);
+    config.grants.dirs.push(DirGrant {
+        host: root.path().join("data"),
+        guest: "/data".into(),
+        write: false,
+    });
+    let toolbox = Toolbox::builder(&runtime)
+        .component(config)
+        .build()
+        .await
+        .expect("files loads");
+    assert_eq!(
+        read(&toolbox, "/data/report.txt").await.expect("readable"),
+        "quarterly numbers: up"
+    );
+    assert!(read(&toolbox, "/data/../secret.txt").await.is_err());
+}
+
 #[tokio::test]
 async fn nothing_outside_the_granted_directory_is_visible() {
     let root = data_layout();

@@ -26,6 +26,7 @@ pub(crate) use limits::MemoryLimiter;
 pub(crate) use output::LogPipe;
 
 use crate::LoadError;
+use crate::call::WasmClock;
 
 /// The data of every store: one call's WASI state and its bookkeeping.
 pub(crate) struct StoreState {
@@ -39,6 +40,8 @@ pub(crate) struct StoreState {
     pub(crate) stdout: LogPipe,
     pub(crate) stderr: LogPipe,
     pub(crate) denials: Denials,
+    /// Time spent in WebAssembly, measured for profiled calls only.
+    pub(crate) wasm_clock: WasmClock,
 }
 
 impl WasiView for StoreState {
@@ -131,8 +134,13 @@ impl Sandbox {
         }
     }
 
-    /// A fresh state for one call.
-    pub(crate) fn store_state(&self, cpu_ticks: u64) -> anyhow::Result<StoreState> {
+    /// A fresh state for one call: `cpu_ticks` of computing, and file operations on the call's
+    /// thread or handed to a thread pool.
+    pub(crate) fn store_state(
+        &self,
+        cpu_ticks: u64,
+        file_io_on_call_thread: bool,
+    ) -> anyhow::Result<StoreState> {
         let stdout = LogPipe::new(self.limits.max_log);
         let stderr = LogPipe::new(self.limits.max_log);
         let denials = Denials::default();
@@ -140,6 +148,7 @@ impl Sandbox {
         let mut wasi = WasiCtx::builder();
         wasi.stdout(stdout.clone()).stderr(stderr.clone());
         wasi.envs(&self.env);
+        wasi.allow_blocking_current_thread(file_io_on_call_thread);
         for (host, guest, perms) in &self.dirs {
             wasi.preopened_dir(host, guest, *perms)?;
         }
@@ -164,6 +173,7 @@ impl Sandbox {
             stdout,
             stderr,
             denials,
+            wasm_clock: WasmClock::default(),
         })
     }
 }
