@@ -21,6 +21,7 @@
 //!   { host = "data", guest = "/data" },
 //!   { host = "notes", guest = "/notes", write = true },
 //! ]
+//! grants.workdir = "/data"     # relative paths ("report.txt") resolve in /data
 //! limits = { memory = "32MiB" }
 //! tools = ["list_files", "read_file"]   # offer only these (`exclude` leaves some out)
 //! prefix = "fs_"                         # offered as fs_list_files, fs_read_file

@@ -68,6 +68,66 @@ async fn a_granted_directory_can_be_listed_and_read() {
     );
 }
 
+/// With a working directory, a relative path resolves in it, as in a process, and it grants
+/// nothing more: `..` still leads nowhere.
+#[tokio::test]
+async fn relative_paths_resolve_in_the_working_directory_and_no_further() {
+    let root = data_layout();
+    let data = root.path().join("data");
+    let toolbox = load(FILES, move |config| {
+        config.grants.dirs.push(DirGrant {
+            host: data,
+            guest: "/data".into(),
+            write: false,
+        });
+        config.grants.workdir = Some("/data".into());
+    })
+    .await;
+    assert_eq!(
+        read(&toolbox, "report.txt").await.expect("readable"),
+        "quarterly numbers: up"
+    );
+    assert_eq!(
+        read(&toolbox, "./report.txt").await.expect("readable"),
+        "quarterly numbers: up"
+    );
+    for escape in ["../secret.txt", "./../secret.txt", "shortcut.txt"] {
+        assert!(
+            read(&toolbox, escape).await.is_err(),
+            "{escape} must stay outside the tool's reach"
+        );
+    }
+    let written = toolbox
+        .call("write_note", r#"{"title": "x", "text": "y"}"#, &context())
+        .await;
+    assert!(
+        written.is_err(),
+        "the working directory adds no write access"
+    );
+
+    // Without one, a relative path finds nothing.
+    let plain = files_tool(&root.path().join("data")).await;
+    assert!(read(&plain, "report.txt").await.is_err());
+}
+
+#[tokio::test]
+async fn a_working_directory_must_be_a_granted_one() {
+    let mut config = toolhost::ComponentConfig::new(FILES);
+    config.grants.workdir = Some("/data".into());
+    let Err(error) = Toolbox::builder(&toolhost_tests::runtime())
+        .component(config)
+        .build()
+        .await
+    else {
+        panic!("nothing is granted at /data, yet the component loaded");
+    };
+    let message = format!("{:#}", anyhow::Error::from(error));
+    assert!(
+        message.contains("working directory `/data` is not a granted directory"),
+        "{message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn file_operations_also_work_handed_to_a_thread_pool() {
     let root = data_layout();

@@ -183,6 +183,10 @@ pub struct GrantArgs {
     /// Allow raw TCP/UDP connections to HOST:PORT
     #[arg(long = "socket", value_name = "HOST:PORT")]
     sockets: Vec<HostPattern>,
+
+    /// Resolve the tool's relative paths in this granted directory (its guest path)
+    #[arg(long = "workdir", value_name = "GUEST_DIR")]
+    workdir: Option<String>,
 }
 
 impl GrantArgs {
@@ -192,6 +196,7 @@ impl GrantArgs {
             env: self.env.clone(),
             http: self.http.clone(),
             sockets: self.sockets.clone(),
+            workdir: self.workdir.clone(),
         }
     }
 }

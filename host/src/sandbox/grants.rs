@@ -36,6 +36,11 @@ pub struct Grants {
     /// `host:port` addresses the tool may open TCP or UDP connections to with `wasi:sockets`.
     #[serde(default)]
     pub sockets: Vec<HostPattern>,
+    /// The working directory: one of the granted directories, by its guest path, where the
+    /// relative paths the tool uses resolve (`report.txt` is `/data/report.txt` with
+    /// `workdir = "/data"`), as a process's working directory does. It grants nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
 }
 
 impl Grants {

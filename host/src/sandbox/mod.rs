@@ -100,6 +100,26 @@ impl Sandbox {
             };
             dirs.push((host, dir.guest.clone(), perms));
         }
+        if let Some(workdir) = &grants.workdir {
+            // wasi-libc and the language runtimes on it resolve relative paths against a
+            // directory opened as `.`: the same directory, with the same permissions.
+            let Some((host, _, perms)) = dirs.iter().find(|(_, guest, _)| guest == workdir) else {
+                let granted: Vec<&str> = dirs.iter().map(|(_, guest, _)| guest.as_str()).collect();
+                return Err(LoadError::Grant {
+                    component: component.to_owned(),
+                    problem: format!(
+                        "the working directory `{workdir}` is not a granted directory; grant it \
+                         or set workdir to one of: {}",
+                        if granted.is_empty() {
+                            "(none granted)".to_owned()
+                        } else {
+                            granted.join(", ")
+                        }
+                    ),
+                });
+            };
+            dirs.push((host.clone(), ".".to_owned(), *perms));
+        }
         let mut env = Vec::with_capacity(grants.env.len());
         for grant in &grants.env {
             match grant {
