@@ -12,7 +12,7 @@ use crate::agent::{
     Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult,
 };
 use crate::llm::{ModelConfig, Provider, ProviderError};
-use crate::manifest::{Manifest, ManifestError, ToolOptions};
+use crate::manifest::{Manifest, ManifestError, McpConfig, ToolOptions};
 use crate::sandbox::LimitsConfig;
 use crate::source::{SourceOptions, ToolSource};
 use crate::{
@@ -42,6 +42,7 @@ pub struct Host {
     model: ModelConfig,
     agent: AgentOptions,
     tools: BTreeMap<String, ToolOptions>,
+    mcp: McpConfig,
     provider: OnceCell<Arc<dyn Provider>>,
 }
 
@@ -79,6 +80,7 @@ pub struct HostBuilder {
     limits: LimitsConfig,
     model: ModelConfig,
     agent: AgentConfig,
+    mcp: McpConfig,
     connect: bool,
 }
 
@@ -133,6 +135,12 @@ impl HostBuilder {
         self
     }
 
+    /// How `host mcp` serves the tools, over the manifest's `[mcp]` (the keys add up).
+    pub fn mcp(mut self, mcp: McpConfig) -> Self {
+        self.mcp = mcp;
+        self
+    }
+
     /// Connects the model while the tools load (for the local model: starts its server), so
     /// that a caller who will run the loop anyway does not wait for one and then the other.
     pub fn connect_model(mut self, connect: bool) -> Self {
@@ -184,6 +192,7 @@ impl HostBuilder {
             model,
             agent: options,
             tools: manifest.tools,
+            mcp: manifest.mcp.merged(self.mcp),
             provider,
         })
     }
@@ -243,6 +252,11 @@ impl Host {
     /// The manifest's options for tool `name`, if it has any.
     pub fn tool_options(&self, name: &str) -> Option<&ToolOptions> {
         self.tools.get(name)
+    }
+
+    /// How the tools are served over MCP (the manifest's `[mcp]`, with the builder's keys).
+    pub fn mcp_config(&self) -> &McpConfig {
+        &self.mcp
     }
 
     /// Calls tool `name` with `arguments` (a JSON object as text), in its sandbox when it is a

@@ -39,6 +39,7 @@ mod error;
 mod host;
 pub mod llm;
 mod manifest;
+pub mod mcp;
 mod report;
 mod runtime;
 pub mod sandbox;
@@ -51,7 +52,9 @@ pub use call::{CallContext, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};
-pub use manifest::{ComponentEntry, Manifest, ManifestError, ToolOptions};
+pub use manifest::{
+    ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
+};
 pub use runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use sandbox::{Grants, Limits};
 pub use source::{Origin, SourceOptions, ToolSource};

@@ -33,6 +33,10 @@
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
 //! return_direct = true
+//! annotations = { read_only = true, open_world = false }   # told to MCP clients
+//!
+//! [mcp]                       # `host mcp`: the `_meta` keys of a request that reach the tools
+//! pass_meta = ["tenant"]
 //! ```
 //!
 //! Relative paths (components, granted directories) are relative to the manifest's directory.
@@ -64,6 +68,8 @@ pub struct Manifest {
     pub agent: AgentConfig,
     /// Options of single tools, by the name the model sees.
     pub tools: BTreeMap<String, ToolOptions>,
+    /// How `host mcp` serves the tools (the `[mcp]` section).
+    pub mcp: McpConfig,
     /// The file it was read from, when it was read from one.
     pub path: Option<PathBuf>,
 }
@@ -105,6 +111,45 @@ pub struct ToolOptions {
     /// The tool's result is the run's answer: no further model request.
     #[serde(default)]
     pub return_direct: bool,
+    /// What an MCP client is told about the tool's behaviour (`host mcp`).
+    #[serde(default)]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
+/// call (MCP's tool annotations). Hints only: nothing enforces them; the grants do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// It changes nothing outside itself (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite data (MCP `destructiveHint`).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+/// How `host mcp` serves the tools: the manifest's `[mcp]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The keys of a request's `_meta` that reach the tool's call context (none by default):
+    /// a client's `{"_meta": {"tenant": "acme"}}` reaches the tool as `tenant=acme` when
+    /// `tenant` is listed. Other keys are dropped.
+    #[serde(default)]
+    pub pass_meta: BTreeSet<String>,
+}
+
+impl McpConfig {
+    /// This configuration with `other`'s keys added.
+    pub fn merged(mut self, other: McpConfig) -> Self {
+        self.pass_meta.extend(other.pass_meta);
+        self
+    }
 }
 
 /// Why a manifest could not be used.
@@ -153,6 +198,8 @@ struct RawManifest {
     model: ModelSection,
     #[serde(default)]
     tools: BTreeMap<String, ToolOptions>,
+    #[serde(default)]
+    mcp: McpConfig,
 }
 
 #[derive(Default, Deserialize)]
@@ -171,6 +218,7 @@ impl From<RawManifest> for Manifest {
             model: raw.model.model,
             agent: raw.model.agent,
             tools: raw.tools,
+            mcp: raw.mcp,
             path: None,
         }
     }

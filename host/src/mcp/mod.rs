@@ -1,0 +1,3 @@
+//! The Model Context Protocol: toolhost's tools served to MCP clients ([`server`]).
+
+pub mod server;
