@@ -2,6 +2,7 @@
 //! a runtime, and a real HTTP server on 127.0.0.1.
 
 pub mod conformance;
+pub mod mcp;
 pub mod model;
 pub mod server;
 pub mod snapshot;

@@ -166,6 +166,8 @@ pub fn init_logging(args: &Args) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: not in a log file or an MCP client's log pane.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 

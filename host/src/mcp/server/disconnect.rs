@@ -1,9 +1,10 @@
-//! Session-mode HTTP: a client that closes a `tools/call`'s response stream cancels the call.
+//! The response body of a JSON-RPC request over HTTP, watched: a shutdown waits for it to be
+//! sent, and in session mode a client that closes a `tools/call`'s stream cancels the call.
 //!
 //! rmcp keeps a session's request running when its stream closes (the client could resume
-//! it). toolhost would rather free the instance: the response body of a `tools/call` POST is
-//! wrapped, and if it is dropped before it ended, a `notifications/cancelled` for that request
-//! is fed into the same session, as the client would have sent it.
+//! it). toolhost would rather free the instance: if the body of a `tools/call` answer is
+//! dropped before it ended, a `notifications/cancelled` for that request is fed into the same
+//! session, as the client would have sent it.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -12,12 +13,15 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt as _, Full};
 use serde_json::{Value, json};
+use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use super::http::{Mcp, ResponseBody};
 
-/// A response body that cancels request `id` of the session if it is dropped unfinished.
-pub(super) struct CancelOnDrop {
+/// A response body that counts as an answer on its way out until it ends (or is dropped),
+/// and that, when armed, cancels request `id` of the session if it is dropped unfinished.
+pub(super) struct WatchedBody {
     inner: ResponseBody,
+    _sending: TaskTrackerToken,
     /// What is needed to cancel: cleared when the body ends.
     armed: Option<Cancel>,
 }
@@ -29,16 +33,24 @@ struct Cancel {
     headers: http::HeaderMap,
 }
 
-impl CancelOnDrop {
-    pub(super) fn new(inner: ResponseBody, mcp: Mcp, id: Value, headers: http::HeaderMap) -> Self {
+impl WatchedBody {
+    /// `inner`, counted by `sending`.
+    pub(super) fn new(inner: ResponseBody, sending: TaskTrackerToken) -> Self {
         Self {
             inner,
-            armed: Some(Cancel { mcp, id, headers }),
+            _sending: sending,
+            armed: None,
         }
+    }
+
+    /// Also cancels request `id` of the session `headers` name if dropped unfinished.
+    pub(super) fn cancel_on_drop(mut self, mcp: Mcp, id: Value, headers: http::HeaderMap) -> Self {
+        self.armed = Some(Cancel { mcp, id, headers });
+        self
     }
 }
 
-impl Body for CancelOnDrop {
+impl Body for WatchedBody {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
@@ -63,7 +75,7 @@ impl Body for CancelOnDrop {
     }
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for WatchedBody {
     fn drop(&mut self) {
         let Some(Cancel { mcp, id, headers }) = self.armed.take() else {
             return;

@@ -8,6 +8,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use anyhow::bail;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -25,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::McpServer;
-use super::disconnect::CancelOnDrop;
+use super::disconnect::WatchedBody;
 
 /// How the HTTP server runs.
 #[derive(Debug, Clone)]
@@ -154,6 +156,7 @@ pub async fn serve_http(
         token: options.token.clone(),
         max_body: options.max_body,
         cancel_on_disconnect: !options.stateless,
+        answers: TaskTracker::new(),
     });
 
     let connections = TaskTracker::new();
@@ -176,7 +179,13 @@ pub async fn serve_http(
     }
     drop(listener);
     tracing::info!("stopped accepting connections");
-    if !server.drain(options.shutdown_grace).await {
+    let deadline = Instant::now() + options.shutdown_grace;
+    if server.drain(options.shutdown_grace).await {
+        // The calls are over; their answers may still be on their way out.
+        router.answers.close();
+        let _ = tokio::time::timeout_at(deadline + Duration::from_secs(1), router.answers.wait())
+            .await;
+    } else {
         tracing::warn!(
             "calls still running after {:?} are cancelled",
             options.shutdown_grace
@@ -222,6 +231,8 @@ struct Router {
     token: Option<String>,
     max_body: usize,
     cancel_on_disconnect: bool,
+    /// The answers to JSON-RPC requests being sent, for a shutdown to wait for.
+    answers: TaskTracker,
 }
 
 impl Router {
@@ -292,18 +303,22 @@ impl Router {
             && method == Some("tools/call")
             && parts.headers.contains_key("mcp-session-id"))
         .then(|| parts.headers.clone());
+        let sending = request_id.as_ref().map(|_| self.answers.token());
         let response = self
             .mcp
             .handle(Request::from_parts(parts, Full::new(bytes)))
             .await;
-        match (guard, request_id) {
-            (Some(headers), Some(id)) if response.status() == StatusCode::OK => {
-                let (parts, body) = response.into_parts();
-                let body = CancelOnDrop::new(body, self.mcp.clone(), id, headers);
-                Response::from_parts(parts, body.boxed())
-            }
-            _ => response,
+        let Some(sending) = sending else {
+            return response;
+        };
+        let (parts, body) = response.into_parts();
+        let mut body = WatchedBody::new(body, sending);
+        if let (Some(headers), Some(id)) = (guard, request_id)
+            && parts.status == StatusCode::OK
+        {
+            body = body.cancel_on_drop(self.mcp.clone(), id, headers);
         }
+        Response::from_parts(parts, body.boxed())
     }
 
     /// `GET /health`: 200 with the number of tools while serving, 503 while shutting down.
