@@ -465,6 +465,39 @@ mod tests {
     }
 
     #[test]
+    fn annotations_and_the_mcp_section_are_read() {
+        let manifest = parse(
+            "[tools.list_files]\nannotations = { read_only = true, open_world = false, title = \"List\" }\n\n\
+             [mcp]\npass_meta = [\"tenant\", \"user_id\"]\n",
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            manifest.tools["list_files"].annotations,
+            Some(ToolAnnotations {
+                title: Some("List".into()),
+                read_only: Some(true),
+                open_world: Some(false),
+                ..ToolAnnotations::default()
+            })
+        );
+        assert_eq!(
+            manifest.mcp.pass_meta,
+            BTreeSet::from(["tenant".to_owned(), "user_id".to_owned()])
+        );
+        for (text, key) in [
+            (
+                "[tools.a]\nannotations = { readOnlyHint = true }\n",
+                "readOnlyHint",
+            ),
+            ("[mcp]\nmeta = [\"tenant\"]\n", "meta"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let text = format!("{:#}", anyhow::Error::from(error));
+            assert!(text.contains(&format!("unknown field `{key}`")), "{text}");
+        }
+    }
+
+    #[test]
     fn a_missing_manifest_says_where_to_find_one() {
         let error = Manifest::load(Path::new("/surely/not/here.toml")).unwrap_err();
         assert!(matches!(error, ManifestError::NotFound { .. }));

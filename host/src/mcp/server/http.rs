@@ -183,8 +183,8 @@ pub async fn serve_http(
     if server.drain(options.shutdown_grace).await {
         // The calls are over; their answers may still be on their way out.
         router.answers.close();
-        let _ = tokio::time::timeout_at(deadline + Duration::from_secs(1), router.answers.wait())
-            .await;
+        let _ =
+            tokio::time::timeout_at(deadline + Duration::from_secs(1), router.answers.wait()).await;
     } else {
         tracing::warn!(
             "calls still running after {:?} are cancelled",

@@ -48,6 +48,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use crate::sandbox::CapturedLog;
 use crate::{CallContext, CallError, ErrorKind, Host, ToolOutput};
@@ -196,21 +197,24 @@ impl McpServer {
             result = self.shared.host.toolbox().call(name, &arguments, &context) => Some(result),
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-        let result = match outcome {
+        let (outcome, result) = match outcome {
             // Dropping the call dropped its store, and so its instance.
             None => {
-                tracing::info!(tool = name, id = %cx.id, duration_ms, outcome = "cancelled", "tools/call");
                 let error = CallError::Cancelled {
                     tool: name.to_owned(),
                 };
-                return Ok(error_result(error.model_message()));
+                ("cancelled", error_result(error.model_message()))
             }
             Some(Ok(output)) => {
                 self.forward_output(&cx, name, &output).await;
-                served.result(name, output.text).unwrap_or_else(|problem| {
-                    tracing::warn!(tool = name, "`{name}` {problem}");
-                    error_result("the tool returned a malformed result".to_owned())
-                })
+                match served.result(name, output.text) {
+                    Ok(result) => ("ok", result),
+                    Err(problem) => {
+                        tracing::warn!("`{name}` {problem}");
+                        let text = "the tool returned a malformed result".to_owned();
+                        ("malformed_result", error_result(text))
+                    }
+                }
             }
             Some(Err(CallError::UnknownTool { name, available })) => {
                 // The tools changed between the look-up and the call.
@@ -218,19 +222,17 @@ impl McpServer {
             }
             Some(Err(error)) => {
                 match error.kind() {
-                    ErrorKind::InvalidArguments | ErrorKind::ToolFailed | ErrorKind::Cancelled => {
+                    ErrorKind::InvalidArguments | ErrorKind::ToolFailed => {
                         tracing::info!("{error}");
                     }
                     _ => tracing::warn!("{}", crate::report::chain(&error)),
                 }
-                error_result(error.model_message())
+                (error.kind().as_str(), error_result(error.model_message()))
             }
         };
-        let outcome = if result.is_error == Some(true) {
-            "error"
-        } else {
-            "ok"
-        };
+        let span = tracing::Span::current();
+        span.record("outcome", outcome);
+        span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %cx.id, duration_ms, outcome, "tools/call");
         Ok(result)
     }
@@ -352,7 +354,15 @@ impl ServerHandler for McpServer {
                 None,
             ));
         }
-        let call = self.call(request, cx);
+        // Each call is a span: the tool, the request, how it ended and how long it took.
+        let span = tracing::info_span!(
+            "mcp_call",
+            tool = %request.name,
+            id = %cx.id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let call = self.call(request, cx).instrument(span);
         self.shared.calls.track_future(call).await.map(Into::into)
     }
 }

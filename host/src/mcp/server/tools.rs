@@ -2,12 +2,12 @@
 //! `CallToolResult`s (with `structuredContent` for a tool that declares an output schema).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::{Catalog, Host, ToolSpec};
+use crate::{Catalog, Host};
 
 /// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
 /// shaped. Made again when the catalog changes.
@@ -21,7 +21,10 @@ pub(super) struct Served {
 
 /// How the result of a tool with an output schema becomes `structuredContent`.
 struct Output {
-    validator: jsonschema::Validator,
+    /// The tool's own output schema.
+    schema: Value,
+    /// Compiled at the tool's first result, not at start.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// MCP wants an object: a tool whose results are not objects is served with its schema
     /// under `properties.result`, and its results as `{"result": ...}`.
     wrapped: bool,
@@ -43,17 +46,11 @@ impl Served {
             };
             let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), input_schema);
             if let Some(schema) = spec.output_schema.as_ref().filter(|s| !is_text(s)) {
-                match output(spec, schema) {
-                    Ok((served, output)) => {
-                        if let Some(served) = object(&served) {
-                            tool = tool.with_raw_output_schema(served);
-                        }
-                        outputs.insert(spec.name.clone(), output);
-                    }
-                    // The loader checked it already; should it still fail, the tool is served
-                    // without one rather than not at all.
-                    Err(problem) => tracing::warn!(tool = %spec.name, "{problem}"),
+                let (served, output) = output(schema);
+                if let Some(served) = object(&served) {
+                    tool = tool.with_raw_output_schema(served);
                 }
+                outputs.insert(spec.name.clone(), output);
             }
             if let Some(annotations) = host
                 .tool_options(&spec.name)
@@ -100,7 +97,15 @@ impl Served {
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             format!("its result is not JSON ({e}), but it declares an output schema")
         })?;
-        if let Some(error) = output.validator.iter_errors(&value).next() {
+        let validator = output
+            .validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&output.schema)
+                    .map_err(|e| format!("its output schema is not a valid JSON Schema: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        if let Some(error) = validator.iter_errors(&value).next() {
             let at = error.instance_path().to_string();
             return Err(format!(
                 "its result does not match its output schema{}: {error}",
@@ -129,23 +134,19 @@ fn is_text(schema: &Value) -> bool {
 }
 
 /// The output schema as served, and how to check results against the tool's own.
-fn output(spec: &ToolSpec, schema: &Value) -> Result<(Value, Output), String> {
-    let validator = jsonschema::validator_for(schema)
-        .map_err(|e| format!("its output schema is not a valid JSON Schema: {e}"))?;
+fn output(schema: &Value) -> (Value, Output) {
     let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
     let served = if is_object {
         schema.clone()
     } else {
         wrap(schema)
     };
-    tracing::trace!(tool = %spec.name, wrapped = !is_object, "output schema");
-    Ok((
-        served,
-        Output {
-            validator,
-            wrapped: !is_object,
-        },
-    ))
+    let output = Output {
+        schema: schema.clone(),
+        validator: OnceLock::new(),
+        wrapped: !is_object,
+    };
+    (served, output)
 }
 
 /// `{"type": "object", "properties": {"result": schema}, "required": ["result"]}`, with the
