@@ -72,29 +72,39 @@ async fn a_cancelled_spin_gives_its_only_slot_to_the_next_call() {
         line.push('\n');
         to_server.write_all(line.as_bytes()).await.unwrap();
     };
-    send(json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    send(
+        json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": { "name": "t", "version": "0" } } }))
+        "clientInfo": { "name": "t", "version": "0" } } }),
+    )
     .await;
     lines.next_line().await.unwrap().unwrap();
     send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
 
     for round in 1..=3 {
         let spin = round * 10;
-        send(json!({ "jsonrpc": "2.0", "id": spin, "method": "tools/call",
-                     "params": { "name": "spin", "arguments": {} } }))
+        send(
+            json!({ "jsonrpc": "2.0", "id": spin, "method": "tools/call",
+                     "params": { "name": "spin", "arguments": {} } }),
+        )
         .await;
         until_in_flight(&server, 1).await;
         // Let the guest get going, then cancel it.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        send(json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
-                     "params": { "requestId": spin } }))
+        send(
+            json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": { "requestId": spin } }),
+        )
         .await;
         let took = until_in_flight(&server, 0).await;
-        eprintln!("round {round}: the spinning call ended {took:?} after the cancellation was sent");
+        eprintln!(
+            "round {round}: the spinning call ended {took:?} after the cancellation was sent"
+        );
 
-        send(json!({ "jsonrpc": "2.0", "id": spin + 1, "method": "tools/call",
-                     "params": { "name": "count", "arguments": {} } }))
+        send(
+            json!({ "jsonrpc": "2.0", "id": spin + 1, "method": "tools/call",
+                     "params": { "name": "count", "arguments": {} } }),
+        )
         .await;
         let line = tokio::time::timeout(HANG, lines.next_line())
             .await
@@ -127,7 +137,9 @@ async fn a_dropped_http_stream_gives_the_only_slot_to_the_next_call() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(response);
         let took = until_in_flight(&server, 0).await;
-        eprintln!("stateless={stateless}: the spinning call ended {took:?} after the stream closed");
+        eprintln!(
+            "stateless={stateless}: the spinning call ended {took:?} after the stream closed"
+        );
         let answer = client
             .request("tools/call", json!({ "name": "count", "arguments": {} }))
             .await;

@@ -22,7 +22,10 @@ async fn it_serves_at_the_address_it_printed_with_health() {
     assert_eq!(initialized["result"]["serverInfo"]["name"], "toolhost");
     assert!(client.session.is_some(), "session mode by default");
     let answer = client
-        .request("tools/call", json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }))
+        .request(
+            "tools/call",
+            json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
+        )
         .await;
     assert_eq!(text(&answer), "3.0");
 
@@ -103,10 +106,15 @@ async fn with_a_token_every_request_must_carry_it() {
         .unwrap();
     assert_eq!(wrong.status(), 401);
 
-    client.headers.push(("authorization".into(), "Bearer s3cret-token".into()));
+    client
+        .headers
+        .push(("authorization".into(), "Bearer s3cret-token".into()));
     client.initialize().await;
     let answer = client
-        .request("tools/call", json!({ "name": "add", "arguments": { "a": 2, "b": 2 } }))
+        .request(
+            "tools/call",
+            json!({ "name": "add", "arguments": { "a": 2, "b": 2 } }),
+        )
         .await;
     assert_eq!(text(&answer), "4.0");
     // Health needs no token.
@@ -131,7 +139,14 @@ async fn listening_beyond_loopback_without_a_token_is_refused() {
     assert!(stderr.contains("0.0.0.0"), "{stderr}");
 
     let output = host_command()
-        .args(["mcp", CALCULATOR, "--http", "127.0.0.1:0", "--token-env", "NO_SUCH_VAR_HERE"])
+        .args([
+            "mcp",
+            CALCULATOR,
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "NO_SUCH_VAR_HERE",
+        ])
         .output()
         .await
         .unwrap();
@@ -182,7 +197,10 @@ async fn bad_requests_get_errors_and_the_server_keeps_serving() {
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 
     let answer = client
-        .request("tools/call", json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }))
+        .request(
+            "tools/call",
+            json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
+        )
         .await;
     assert_eq!(text(&answer), "3.0");
 }
@@ -194,10 +212,7 @@ fn fresh_client() -> reqwest::Client {
 
 /// Starts `spin` over HTTP, waits until the response has begun, then drops it.
 async fn start_and_abandon_spin(client: &mut HttpClient) {
-    let (_, message) = client.message(
-        "tools/call",
-        json!({ "name": "spin", "arguments": {} }),
-    );
+    let (_, message) = client.message("tools/call", json!({ "name": "spin", "arguments": {} }));
     let response = client.post(&message).send().await.unwrap();
     assert_eq!(response.status(), 200);
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -206,33 +221,37 @@ async fn start_and_abandon_spin(client: &mut HttpClient) {
 
 #[tokio::test]
 async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
     start_and_abandon_spin(&mut client).await;
     let line = server.stderr.wait_for(r#"outcome="cancelled""#).await;
     assert!(line.contains("tool=\"spin\""), "{line}");
-    let answer = client.request("tools/call", json!({ "name": "count", "arguments": {} })).await;
+    let answer = client
+        .request("tools/call", json!({ "name": "count", "arguments": {} }))
+        .await;
     assert_eq!(text(&answer), "1");
 }
 
 #[tokio::test]
 async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let server = HttpServer::start(&[manifest.arg(), "-v", "--stateless"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
     assert_eq!(client.session, None);
     start_and_abandon_spin(&mut client).await;
     server.stderr.wait_for(r#"outcome="cancelled""#).await;
-    let answer = client.request("tools/call", json!({ "name": "count", "arguments": {} })).await;
+    let answer = client
+        .request("tools/call", json!({ "name": "count", "arguments": {} }))
+        .await;
     assert_eq!(text(&answer), "1");
 }
 
 #[tokio::test]
 async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
@@ -249,16 +268,21 @@ async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
 
 #[tokio::test]
 async fn sigterm_lets_calls_in_flight_finish_then_stops() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
-    let (id, message) =
-        client.message("tools/call", json!({ "name": "sleep", "arguments": { "ms": 1500 } }));
+    let (id, message) = client.message(
+        "tools/call",
+        json!({ "name": "sleep", "arguments": { "ms": 1500 } }),
+    );
     let sleeping = client.post(&message).send().await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     server.terminate();
-    server.stderr.wait_for("stopped accepting connections").await;
+    server
+        .stderr
+        .wait_for("stopped accepting connections")
+        .await;
     let health = fresh_client()
         .get(format!("http://{}/health", server.authority))
         .send()
@@ -279,7 +303,13 @@ async fn the_python_sdk_lists_and_calls_over_http() {
     let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
     let output = tokio::process::Command::new(&peers.python)
         .arg(&peers.python_client)
-        .args(["--mode", "legacy", "--call", "test_simple_text", &server.url])
+        .args([
+            "--mode",
+            "legacy",
+            "--call",
+            "test_simple_text",
+            &server.url,
+        ])
         .output()
         .await
         .unwrap();

@@ -24,7 +24,7 @@ pub struct TestManifest {
 }
 
 impl TestManifest {
-    pub fn new() -> Self {
+    pub fn create() -> Self {
         require_guests();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toolhost.toml");

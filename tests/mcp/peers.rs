@@ -62,7 +62,10 @@ async fn the_official_conformance_suite_passes_but_for_the_baseline() {
     let peers = peers();
     let (baseline_file, baseline) = baseline();
     for (scenario, reason) in &baseline {
-        assert!(!reason.is_empty(), "baseline entry {scenario} needs a reason");
+        assert!(
+            !reason.is_empty(),
+            "baseline entry {scenario} needs a reason"
+        );
         assert!(
             !MUST_PASS.contains(&scenario.as_str()),
             "{scenario} must pass; it cannot be in the baseline"
@@ -173,15 +176,25 @@ async fn python_client(client_args: &[&str], server_args: &[&str]) -> Value {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{stderr}", String::from_utf8_lossy(&output.stdout)))
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{stderr}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }
 
 /// The example manifest, whose components `just tools` builds.
 fn example_manifest() -> String {
     let dir = repo_root().join("example-tools");
     for name in [
-        "calculator", "clock", "weather", "files", "text-python", "json-js", "checksum-c",
+        "calculator",
+        "clock",
+        "weather",
+        "files",
+        "text-python",
+        "json-js",
+        "checksum-c",
         "wordcount-go",
     ] {
         let wasm = dir.join("dist").join(format!("{name}.wasm"));
@@ -213,7 +226,11 @@ async fn the_python_sdk_lists_the_example_tools_and_calls_square_root() {
             &[&manifest],
         )
         .await;
-        let expected_version = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
+        let expected_version = if mode == "legacy" {
+            "2025-11-25"
+        } else {
+            "2026-07-28"
+        };
         assert_eq!(printed["protocolVersion"], expected_version, "{printed}");
         assert_eq!(printed["server"]["name"], "toolhost");
         let names: Vec<&str> = printed["tools"]

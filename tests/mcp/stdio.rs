@@ -23,23 +23,39 @@ async fn initialize_says_toolhost_with_tools_and_logging_only() {
     let result = server.initialize().await;
     assert_eq!(result["serverInfo"]["name"], "toolhost");
     assert_eq!(result["protocolVersion"], "2025-11-25");
-    assert_eq!(result["capabilities"], json!({ "logging": {}, "tools": {} }));
+    assert_eq!(
+        result["capabilities"],
+        json!({ "logging": {}, "tools": {} })
+    );
     let pong = server.request("ping", json!({})).await;
     assert_eq!(pong["result"], json!({}));
 }
 
 #[tokio::test]
 async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut first = StdioServer::start(&[manifest.arg()]).await;
     let listed = first.request("tools/list", json!({})).await;
     assert_eq!(
         tool_names(&listed),
         [
-            "add", "multiply", "square_root", // calculator, in its own order
-            "current_time",                    // clock
-            "spin", "hog", "flood", "chatter", "sleep", "crash", "fail", "env", "context",
-            "connect", "fetch", "count", "remember", // misbehave
+            "add",
+            "multiply",
+            "square_root",  // calculator, in its own order
+            "current_time", // clock
+            "spin",
+            "hog",
+            "flood",
+            "chatter",
+            "sleep",
+            "crash",
+            "fail",
+            "env",
+            "context",
+            "connect",
+            "fetch",
+            "count",
+            "remember", // misbehave
         ]
     );
     let tools = listed["result"]["tools"].as_array().unwrap();
@@ -67,7 +83,7 @@ async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
 
 #[tokio::test]
 async fn an_output_schema_brings_structured_content_and_the_same_json_as_text() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let listed = server.request("tools/list", json!({})).await;
     let tools = listed["result"]["tools"].as_array().unwrap();
@@ -116,7 +132,10 @@ async fn an_output_schema_brings_structured_content_and_the_same_json_as_text() 
     assert_eq!(schema_of("sleep"), None);
     let answer = server.call("sleep", json!({ "ms": 1 })).await;
     assert_eq!(text(&answer), "awake");
-    assert!(answer["result"].get("structuredContent").is_none(), "{answer}");
+    assert!(
+        answer["result"].get("structuredContent").is_none(),
+        "{answer}"
+    );
 }
 
 #[tokio::test]
@@ -124,10 +143,7 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
     let mut server = StdioServer::start(&[CALCULATOR]).await;
     let answer = server.call("square_root", json!({ "x": "four" })).await;
     assert!(is_error(&answer), "{answer}");
-    assert!(
-        text(&answer).starts_with("invalid arguments: "),
-        "{answer}"
-    );
+    assert!(text(&answer).starts_with("invalid arguments: "), "{answer}");
     assert!(
         text(&answer).ends_with("call the tool again with fixed arguments"),
         "{answer}"
@@ -146,7 +162,10 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
         .request("tools/call", json!({ "name": "square_root" }))
         .await;
     assert!(is_error(&answer), "{answer}");
-    assert!(text(&answer).contains("\"x\" is a required property"), "{answer}");
+    assert!(
+        text(&answer).contains("\"x\" is a required property"),
+        "{answer}"
+    );
 
     // An unknown tool is a JSON-RPC error, -32602, naming the tools there are.
     let answer = server.call("cube_root", json!({})).await;
@@ -159,7 +178,7 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
 
 #[tokio::test]
 async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let answer = server.call("fail", json!({})).await;
     assert!(is_error(&answer), "{answer}");
@@ -189,7 +208,7 @@ async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
 
 #[tokio::test]
 async fn the_tools_output_reaches_the_client_as_logging_notifications() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let answer = server.call("chatter", json!({ "bytes": 20 })).await;
     assert_eq!(text(&answer), "done");
@@ -208,9 +227,11 @@ async fn the_tools_output_reaches_the_client_as_logging_notifications() {
         .collect();
     // 64 lines on stdout (1088 bytes: it writes whole blocks of 64), then one on stderr.
     assert_eq!(logs.len(), 65, "{logs:?}");
-    assert!(logs[..64]
-        .iter()
-        .all(|log| *log == ("info", "chatter", "0123456789abcdef")));
+    assert!(
+        logs[..64]
+            .iter()
+            .all(|log| *log == ("info", "chatter", "0123456789abcdef"))
+    );
     assert_eq!(logs[64], ("info", "chatter", "chatter done"));
 
     // A client that wants warnings and worse gets none of it.
@@ -227,7 +248,7 @@ async fn the_tools_output_reaches_the_client_as_logging_notifications() {
 
 #[tokio::test]
 async fn meta_keys_the_manifest_names_reach_the_tool_and_no_others() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let id = server
         .start_request(
@@ -265,7 +286,9 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
     let mut server = StdioServer::start(&[CALCULATOR, "--max-request", "64KiB"]).await;
 
     // Not JSON: a parse error (there is no id to answer to).
-    server.write_line(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ").await;
+    server
+        .write_line(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ")
+        .await;
     let answer = server.next_message().await.unwrap();
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
 
@@ -305,7 +328,7 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
 
 #[tokio::test]
 async fn notifications_cancelled_stops_a_spinning_tool() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg(), "-v"]).await;
     let spin = server
         .start_request("tools/call", json!({ "name": "spin", "arguments": {} }))
@@ -314,12 +337,12 @@ async fn notifications_cancelled_stops_a_spinning_tool() {
     // outcome is the same).
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     server
-        .notify("notifications/cancelled", json!({ "requestId": spin, "reason": "test" }))
+        .notify(
+            "notifications/cancelled",
+            json!({ "requestId": spin, "reason": "test" }),
+        )
         .await;
-    let line = server
-        .stderr
-        .wait_for(r#"outcome="cancelled""#)
-        .await;
+    let line = server.stderr.wait_for(r#"outcome="cancelled""#).await;
     assert!(line.contains("tool=\"spin\""), "{line}");
     // The cancelled request gets no answer; the next request does.
     let answer = server.call("count", json!({})).await;
@@ -328,7 +351,7 @@ async fn notifications_cancelled_stops_a_spinning_tool() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_mid_call_ends_the_server() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     server
         .start_request("tools/call", json!({ "name": "spin", "arguments": {} }))
@@ -341,10 +364,13 @@ async fn a_client_that_goes_away_mid_call_ends_the_server() {
 
 #[tokio::test]
 async fn sigterm_lets_a_call_in_flight_finish_and_takes_no_new_one() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server = StdioServer::start(&[manifest.arg(), "-v"]).await;
     let sleep = server
-        .start_request("tools/call", json!({ "name": "sleep", "arguments": { "ms": 1500 } }))
+        .start_request(
+            "tools/call",
+            json!({ "name": "sleep", "arguments": { "ms": 1500 } }),
+        )
         .await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     server.terminate();
@@ -365,7 +391,7 @@ async fn sigterm_lets_a_call_in_flight_finish_and_takes_no_new_one() {
 
 #[tokio::test]
 async fn sigterm_cancels_what_outlives_the_shutdown_timeout() {
-    let manifest = TestManifest::new();
+    let manifest = TestManifest::create();
     let mut server =
         StdioServer::start(&[manifest.arg(), "-v", "--shutdown-timeout", "300ms"]).await;
     server

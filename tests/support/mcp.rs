@@ -36,7 +36,9 @@ pub fn peers() -> Peers {
         .or_else(|| {
             std::env::var_os("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("toolhost"))
         })
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost")))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost"))
+        })
         .expect("HOME is set");
     let dir = cache.join("mcp-peers");
     let missing = |what: &Path| -> ! {
@@ -188,7 +190,10 @@ impl StdioServer {
     pub async fn write_line(&mut self, line: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin is open");
         stdin.write_all(line).await.expect("the server reads stdin");
-        stdin.write_all(b"\n").await.expect("the server reads stdin");
+        stdin
+            .write_all(b"\n")
+            .await
+            .expect("the server reads stdin");
         stdin.flush().await.expect("the server reads stdin");
     }
 
@@ -220,24 +225,23 @@ impl StdioServer {
 
     /// `tools/call` of `tool` with `arguments`; the whole answer.
     pub async fn call(&mut self, tool: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({ "name": tool, "arguments": arguments }))
-            .await
+        self.request(
+            "tools/call",
+            json!({ "name": tool, "arguments": arguments }),
+        )
+        .await
     }
 
     /// The next message on stdout (`None` at its end).
     pub async fn next_message(&mut self) -> Option<Value> {
         let line = tokio::time::timeout(HANG, self.lines.next_line())
             .await
-            .unwrap_or_else(|_| {
-                panic!(
-                    "no answer on stdout; stderr:\n{}",
-                    self.stderr.text()
-                )
-            })
+            .unwrap_or_else(|_| panic!("no answer on stdout; stderr:\n{}", self.stderr.text()))
             .expect("stdout is readable")?;
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| {
-            panic!("stdout carried a line that is not JSON ({e}): {line}")
-        }))
+        Some(
+            serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a line that is not JSON ({e}): {line}")),
+        )
     }
 
     /// Reads messages until the answer to `id`; notifications are kept, other answers are an
