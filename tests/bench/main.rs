@@ -8,12 +8,15 @@
 //! - **process per call**: spawning a tiny native binary that reads the arguments from stdin;
 //! - **start**: loading the example tools with an empty compile cache, then with a warm one;
 //! - **per component** of `example-tools/dist/` (every language): size, first compile, a
-//!   load from the cache, and a call.
+//!   load from the cache, and a call;
+//! - **MCP** (`mcp.rs`): `host mcp` per call over stdio and HTTP against a minimal server,
+//!   its start time and memory, and how soon a cancelled call frees its instance.
 //!
 //! Reports medians (and p90) and the ratios. No thresholds: the figures are for reading.
 
 mod baseline;
 mod components;
+mod mcp;
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +37,10 @@ async fn run() -> anyhow::Result<()> {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(2000);
+    // `BENCH=mcp just bench`: only the MCP section.
+    if std::env::var("BENCH").as_deref() == Ok("mcp") {
+        return mcp::report(iterations).await;
+    }
     let cache = tempfile::tempdir()?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache.path().to_owned()),
@@ -113,6 +120,7 @@ async fn run() -> anyhow::Result<()> {
     );
 
     components::report((iterations / 10).max(50)).await?;
+    mcp::report(iterations).await?;
 
     println!();
     println!("memory: {}", memory_status());
