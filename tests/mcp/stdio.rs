@@ -402,3 +402,36 @@ async fn sigterm_cancels_what_outlives_the_shutdown_timeout() {
     server.stderr.wait_for(r#"outcome="cancelled""#).await;
     assert_eq!(server.exit_code().await, Some(0));
 }
+
+#[tokio::test]
+async fn the_readme_client_configuration_starts_a_working_server() {
+    let root = toolhost_tests::repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("```json\n{\n  \"mcpServers\"")
+        .expect("the README shows an mcpServers configuration");
+    let snippet = &readme[start + "```json\n".len()..];
+    let snippet = &snippet[..snippet.find("```").unwrap()];
+    let config: Value = serde_json::from_str(snippet).unwrap();
+    let entry = &config["mcpServers"]["toolhost"];
+    assert_eq!(entry["command"], "/path/to/toolhost/target/debug/host");
+    let args: Vec<String> = entry["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|arg| {
+            arg.as_str()
+                .unwrap()
+                .replace("/path/to/toolhost", root.to_str().unwrap())
+        })
+        .collect();
+    assert_eq!(args[0], "mcp");
+    assert!(
+        root.join("example-tools/dist/calculator.wasm").exists(),
+        "build the example tools with `just tools`"
+    );
+    let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
+    let mut server = StdioServer::start(&args).await;
+    let listed = server.request("tools/list", json!({})).await;
+    assert_eq!(tool_names(&listed).len(), 20, "{listed}");
+}
