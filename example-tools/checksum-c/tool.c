@@ -155,11 +155,13 @@ static outcome run_checksum_file(const json_object *args) {
     const json_field *algorithm = json_get(args, "algorithm");
     bool sha = equals(algorithm, "sha256");
     if (!sha && !equals(algorithm, "crc32")) {
-        return failure(INVALID, "`algorithm` must be \"sha256\" or \"crc32\", not \"%s\"",
-                       algorithm->string);
+        return failure(INVALID, "`algorithm` must be \"sha256\" or \"crc32\", not \"%s\": send "
+                       "\"algorithm\": \"sha256\" (a cryptographic hash) or \"crc32\" (a quick "
+                       "checksum)", algorithm->string);
     }
     if (strlen(path->string) != path->length || path->length == 0) {
-        return failure(INVALID, "`path` must be a non-empty file path without NUL characters");
+        return failure(INVALID, "`path` must be a non-empty file path without NUL characters: "
+                       "send one such as \"path\": \"/data/report.txt\"");
     }
     struct stat info;
     if (stat(path->string, &info) != 0) {
@@ -212,6 +214,7 @@ typedef struct {
     const char *name;
     const char *description;
     const char *input_schema;
+    const char *example;  // a call, for the messages about bad arguments
     const argument *arguments;
     bool reads_data;  // requests read access to /data
     outcome (*run)(const json_object *args);
@@ -229,11 +232,11 @@ static const tool TOOLS[] = {
     {"sha256",
      "Computes the SHA-256 hash of a text (its UTF-8 bytes) and returns it as 64 lowercase hex "
      "digits. Use it to fingerprint text or to compare against a published hash.",
-     TEXT_SCHEMA("hash"), TEXT_ARGUMENTS, false, run_sha256},
+     TEXT_SCHEMA("hash"), "{\"text\": \"hello\"}", TEXT_ARGUMENTS, false, run_sha256},
     {"crc32",
      "Computes the CRC-32 checksum (IEEE, as in zip, gzip and PNG) of a text (its UTF-8 bytes) "
      "and returns it as 8 lowercase hex digits.",
-     TEXT_SCHEMA("checksum"), TEXT_ARGUMENTS, false, run_crc32},
+     TEXT_SCHEMA("checksum"), "{\"text\": \"hello\"}", TEXT_ARGUMENTS, false, run_crc32},
     {"checksum_file",
      "Computes the SHA-256 or CRC-32 checksum of a file under /data, such as /data/report.pdf, "
      "to verify a download or check whether two files are the same.",
@@ -243,7 +246,8 @@ static const tool TOOLS[] = {
      "\"algorithm\":{\"type\":\"string\",\"enum\":[\"sha256\",\"crc32\"],\"description\":"
      "\"sha256 (a cryptographic hash) or crc32 (a quick checksum).\"}},"
      "\"required\":[\"path\",\"algorithm\"],\"additionalProperties\":false}",
-     FILE_ARGUMENTS, true, run_checksum_file},
+     "{\"path\": \"/data/report.txt\", \"algorithm\": \"sha256\"}", FILE_ARGUMENTS, true,
+     run_checksum_file},
 };
 #define TOOL_COUNT (sizeof TOOLS / sizeof TOOLS[0])
 
@@ -257,16 +261,18 @@ static outcome check_arguments(const tool *t, const json_object *args) {
             a++;
         }
         if (!a->name) {
-            return failure(INVALID, "%s has no argument `%s`", t->name, field->key);
+            return failure(INVALID, "%s has no argument `%s`: leave it out; send arguments such as %s",
+                           t->name, field->key, t->example);
         }
         if (field->type != JSON_STRING) {
-            return failure(INVALID, "`%s` must be a string, not %s", a->name,
-                           json_type_name(field->type));
+            return failure(INVALID, "`%s` must be a string, not %s; send arguments such as %s",
+                           a->name, json_type_name(field->type), t->example);
         }
     }
     for (const argument *a = t->arguments; a->name; a++) {
         if (a->required && !json_get(args, a->name)) {
-            return failure(INVALID, "`%s` is missing; %s needs it", a->name, t->name);
+            return failure(INVALID, "`%s` is missing; %s needs it: send arguments such as %s",
+                           a->name, t->name, t->example);
         }
     }
     return (outcome){true, 0, {0}};
@@ -286,7 +292,7 @@ static outcome run(const char *name, size_t name_length, const char *text, size_
     char message[256];
     json_object args;
     if (!json_parse_object(text, length, &args, message, sizeof message)) {
-        return failure(INVALID, "%s", message);
+        return failure(INVALID, "%s; send arguments such as %s", message, t->example);
     }
     outcome checked = check_arguments(t, &args);
     outcome out = checked.ok ? t->run(&args) : checked;

@@ -15,7 +15,9 @@ export function parseDocument(text, name = "json") {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new InvalidArguments(`\`${name}\` is not valid JSON: ${error.message}`);
+    throw new InvalidArguments(
+      `\`${name}\` is not valid JSON (${error.message}): send the document as JSON text, with keys and strings in double quotes`,
+    );
   }
 }
 
@@ -28,7 +30,9 @@ export function parsePath(path) {
   // A JSONPath-style root (`$.items[0]`) is accepted too.
   let i = /^\$(?=[.[]|$)/.test(path) ? 1 : 0;
   const fail = (why) => {
-    throw new InvalidArguments(`\`path\` ${JSON.stringify(path)} is not valid at offset ${i}: ${why}`);
+    throw new InvalidArguments(
+      `\`path\` ${JSON.stringify(path)} is not valid at offset ${i}: ${why}; write keys joined by dots and indexes in brackets, such as items[0].name`,
+    );
   };
   while (i < path.length) {
     if (path[i] === "[") {
@@ -103,15 +107,23 @@ export function query(document, path) {
     if (step.index !== undefined) {
       if (!Array.isArray(value)) missing(`\`${done || "the document"}\` is ${kind(value)}, not an array`);
       const index = step.index < 0 ? value.length + step.index : step.index;
-      if (index < 0 || index >= value.length) missing(`the array has ${value.length} items`);
+      if (index < 0 || index >= value.length) {
+        const last = value.length - 1;
+        missing(
+          value.length === 0
+            ? "the array is empty"
+            : `the array has ${value.length} items: send an index from 0 to ${last}, or -1 for the last`,
+        );
+      }
       return walk(value[index], at + 1, here);
     }
     if (value === null || typeof value !== "object" || Array.isArray(value)) {
       missing(`\`${done || "the document"}\` is ${kind(value)}, not an object`);
     }
     if (!Object.hasOwn(value, step.key)) {
-      const keys = Object.keys(value).slice(0, 20).join(", ");
-      missing(`its keys are: ${keys || "(none)"}`);
+      const keys = Object.keys(value).slice(0, 20);
+      const paths = keys.map((key) => extend(done, { key })).join(", ");
+      missing(keys.length ? `send one of the paths that exist there: ${paths}` : `\`${done || "the document"}\` has no keys`);
     }
     return walk(value[step.key], at + 1, here);
   };
@@ -128,11 +140,13 @@ function compare(a, b) {
 /** An array of objects with fields picked, renamed and sorted, and cut to `limit` items. */
 export function transform(document, { pick, rename, sortBy, descending = false, limit }) {
   if (!Array.isArray(document)) {
-    throw new InvalidArguments(`\`json\` must be an array of objects, not ${kind(document)}`);
+    throw new InvalidArguments(
+      `\`json\` must be an array of objects, not ${kind(document)}: send the rows as text such as [{"name": "pen", "price": 2}] (json_query reads a single value)`,
+    );
   }
   document.forEach((item, n) => {
     if (item === null || typeof item !== "object" || Array.isArray(item)) {
-      throw new InvalidArguments(`item ${n} of \`json\` is ${kind(item)}, not an object`);
+      throw new InvalidArguments(`item ${n} of \`json\` is ${kind(item)}, not an object: send an array whose items are all objects`);
     }
   });
   let rows = document;
@@ -163,10 +177,10 @@ export async function fetchJson(url, path) {
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidArguments(`\`url\` ${JSON.stringify(url)} is not an absolute URL`);
+    throw new InvalidArguments(`\`url\` ${JSON.stringify(url)} is not an absolute URL: send one such as https://api.example.com/v1/items`);
   }
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
-    throw new InvalidArguments(`\`url\` must start with https:// or http://, not ${parsed.protocol}`);
+    throw new InvalidArguments(`\`url\` must start with https:// or http://, not ${parsed.protocol}: send an http(s) URL`);
   }
   if (path !== undefined) parsePath(path); // a bad path fails before any request is made
   let response;

@@ -70,6 +70,15 @@ const TOOLS = {
   },
 };
 
+/** A call of each tool, as the messages about bad arguments show it. */
+const EXAMPLES = {
+  json_query: '{"json": "{\\"items\\": [{\\"name\\": \\"pen\\"}]}", "path": "items[0].name"}',
+  json_transform: '{"json": "[{\\"name\\": \\"pen\\", \\"price\\": 2}]", "sort_by": "price", "descending": true}',
+  fetch_json: `{"url": "https://${API_HOST}/v1/items", "path": "items[0]"}`,
+};
+
+const PLACEHOLDERS = { string: '"..."', integer: "5", boolean: "true", array: '["..."]', object: "{...}" };
+
 const JSON_TYPES = {
   string: (v) => typeof v === "string",
   boolean: (v) => typeof v === "boolean",
@@ -78,37 +87,44 @@ const JSON_TYPES = {
   object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
 };
 
-/** The arguments, checked against the tool's schema (the host checks them too; never trust that). */
+/**
+ * The arguments, checked against the tool's schema (the host checks them too; never trust that).
+ * Every message ends with what to send instead.
+ */
 function parseArguments(name, text, input) {
+  const send = `; send arguments such as ${EXAMPLES[name]}`;
   let args;
   try {
     args = JSON.parse(text);
   } catch (error) {
-    throw new InvalidArguments(`the arguments are not valid JSON: ${error.message}`);
+    throw new InvalidArguments(`the arguments are not valid JSON (${error.message})${send}`);
   }
   if (!JSON_TYPES.object(args)) {
-    throw new InvalidArguments(`the arguments must be a JSON object, not ${kind(args)}`);
+    throw new InvalidArguments(`the arguments must be a JSON object, not ${kind(args)}${send}`);
   }
   for (const field of input.required) {
     if (!Object.hasOwn(args, field)) {
-      throw new InvalidArguments(`\`${field}\` is missing; ${name} needs ${input.required.join(", ")}`);
+      throw new InvalidArguments(`\`${field}\` is missing; ${name} needs ${input.required.join(", ")}${send}`);
     }
   }
   for (const [field, value] of Object.entries(args)) {
     const property = input.properties[field];
     if (!property) {
       const known = Object.keys(input.properties).join(", ");
-      throw new InvalidArguments(`${name} has no argument \`${field}\`; it takes ${known}`);
+      throw new InvalidArguments(`${name} has no argument \`${field}\`: leave it out; it takes ${known}${send}`);
     }
     const shown = typeof value === "number" ? String(value) : kind(value);
-    const mistyped = (what) => new InvalidArguments(`\`${field}\` must be ${what}, not ${shown}`);
+    const mistyped = (what) =>
+      new InvalidArguments(`\`${field}\` must be ${what}, not ${shown}: send it as "${field}": ${PLACEHOLDERS[property.type]}`);
     if (!JSON_TYPES[property.type](value)) throw mistyped(`${property.type === "integer" ? "an" : "a"} ${property.type}`);
     if (property.minimum !== undefined && value < property.minimum) throw mistyped(`at least ${property.minimum}`);
     const inner = property.items ?? property.additionalProperties;
     const bad = inner && Object.values(value).find((item) => !JSON_TYPES[inner.type](item));
     if (bad !== undefined) {
       const container = property.type === "array" ? "an array" : "an object";
-      throw new InvalidArguments(`\`${field}\` must be ${container} of ${inner.type}s; it holds ${kind(bad)}`);
+      throw new InvalidArguments(
+        `\`${field}\` must be ${container} of ${inner.type}s; it holds ${kind(bad)}: send it as "${field}": ${PLACEHOLDERS[property.type]}`,
+      );
     }
   }
   return args;
@@ -142,7 +158,12 @@ export const tools = {
       const result = await tool.run(parseArguments(name, argumentsText, tool.input));
       return JSON.stringify(result ?? null);
     } catch (error) {
-      if (error instanceof InvalidArguments) throw new ToolError("invalid-arguments", error.message);
+      if (error instanceof InvalidArguments) {
+        // The checks above say what to send; the tools' own messages get an example call.
+        const says = /\bsend\b/i.test(error.message);
+        const example = tool && !says ? `; send arguments such as ${EXAMPLES[name]}` : "";
+        throw new ToolError("invalid-arguments", `${error.message}${example}`);
+      }
       if (error instanceof Failed) throw new ToolError("failed", error.message);
       throw new ToolError("failed", `${name} failed unexpectedly: ${error}`);
     }

@@ -60,6 +60,7 @@ def schema(required, **properties):
 
 
 # name -> (description, input schema, output schema, capability requests, function)
+# (EXAMPLES below holds a call of each, for the messages about bad arguments.)
 TOOLS = {
     "regex_find_all": (
         "Finds every match of a Python regular expression in a text and returns each match with "
@@ -114,8 +115,8 @@ TOOLS = {
         textkit.text_stats,
     ),
     "file_text_stats": (
-        "Like text_stats, for a UTF-8 text file under /data (at most 1 MiB), such as "
-        "/data/notes.txt.",
+        "Counts the characters, words, distinct words, lines and sentences of a UTF-8 text file "
+        "under /data (at most 1 MiB), such as /data/notes.txt, and lists its most frequent words.",
         schema(
             ["path"],
             path={
@@ -129,6 +130,16 @@ TOOLS = {
         textkit.file_text_stats,
     ),
 }
+
+# A call of each tool, as the messages about bad arguments show it.
+EXAMPLES = {
+    "regex_find_all": '{"pattern": "\\\\d+", "text": "3 apples and 12 pears"}',
+    "regex_replace": '{"pattern": "colou?r", "replacement": "hue", "text": "a red colour"}',
+    "text_stats": '{"text": "One fish. Two fish."}',
+    "file_text_stats": '{"path": "/data/notes.txt"}',
+}
+
+PLACEHOLDERS = {"string": '"..."', "integer": "5", "number": "1.5", "boolean": "true"}
 
 JSON_TYPES = {
     "string": (str,),
@@ -155,31 +166,42 @@ def invalid(message):
 
 def parse_arguments(name, text, input_schema):
     """The arguments as a dict, checked against the tool's schema (the host checks them too, but
-    a tool must not trust that)."""
+    a tool must not trust that). Every message ends with what to send instead."""
+    send = f"; send arguments such as {EXAMPLES[name]}"
     try:
         arguments = json.loads(text)
     except ValueError as error:
-        raise invalid(f"the arguments are not valid JSON: {error}") from None
+        raise invalid(f"the arguments are not valid JSON ({error}){send}") from None
     if not isinstance(arguments, dict):
-        raise invalid(f"the arguments must be a JSON object, not {json_kind(arguments)}")
+        raise invalid(f"the arguments must be a JSON object, not {json_kind(arguments)}{send}")
     properties = input_schema["properties"]
     for field in input_schema["required"]:
         if field not in arguments:
-            raise invalid(f"`{field}` is missing; {name} needs {', '.join(input_schema['required'])}")
+            needs = ", ".join(input_schema["required"])
+            raise invalid(f"`{field}` is missing; {name} needs {needs}{send}")
     for field, value in arguments.items():
         if field not in properties:
-            raise invalid(f"{name} has no argument `{field}`; it takes {', '.join(properties)}")
+            raise invalid(
+                f"{name} has no argument `{field}`: leave it out; it takes {', '.join(properties)}"
+                f"{send}"
+            )
         expected = properties[field]["type"]
         # bool is a subclass of int in Python: true is no integer here.
         if not isinstance(value, JSON_TYPES[expected]) or (
             isinstance(value, bool) and expected != "boolean"
         ):
             article = "an" if expected == "integer" else "a"
-            raise invalid(f"`{field}` must be {article} {expected}, not {json_kind(value)}")
+            raise invalid(
+                f"`{field}` must be {article} {expected}, not {json_kind(value)}: send it as "
+                f'"{field}": {PLACEHOLDERS[expected]}'
+            )
         low = properties[field].get("minimum")
         high = properties[field].get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
-            raise invalid(f"`{field}` must be between {low} and {high}, not {value}")
+            raise invalid(
+                f"`{field}` must be between {low} and {high}, not {value}: send a value in that "
+                f"range, or leave `{field}` out"
+            )
     return arguments
 
 
@@ -204,7 +226,7 @@ class Tools(exports.Tools):
         try:
             result = function(**kwargs)
         except textkit.InvalidArguments as error:
-            raise invalid(str(error)) from None
+            raise invalid(f"{error}; send arguments such as {EXAMPLES[name]}") from None
         except textkit.Failed as error:
             raise Err(ToolError_Failed(str(error))) from None
         except Exception as error:  # a bug: say so rather than trap

@@ -25,7 +25,10 @@ def compile_pattern(pattern, ignore_case):
     try:
         return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as error:
-        raise InvalidArguments(f"`pattern` is not a valid regular expression: {error}") from None
+        raise InvalidArguments(
+            f"`pattern` is not a valid regular expression ({error}): send a Python `re` pattern, "
+            "with a backslash before any of ( ) [ ] { } . * + ? | ^ $ \\ that must match itself"
+        ) from None
 
 
 def regex_find_all(pattern, text, ignore_case=False, max_matches=100):
@@ -52,7 +55,10 @@ def regex_replace(pattern, replacement, text, ignore_case=False):
     try:
         result, replacements = regex.subn(replacement, text)
     except (re.error, IndexError) as error:
-        raise InvalidArguments(f"`replacement` is not a valid replacement: {error}") from None
+        raise InvalidArguments(
+            f"`replacement` is not a valid replacement ({error}): refer only to groups the pattern "
+            "has (\\1 is the first) and write a backslash that must stay as \\\\"
+        ) from None
     return {"text": result, "replacements": replacements}
 
 

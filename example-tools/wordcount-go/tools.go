@@ -18,6 +18,7 @@ import (
 type tool struct {
 	description  string
 	schema       string
+	example      string // a call, for the messages about bad arguments
 	capabilities []wit.CapabilityRequest
 	arguments    []string
 	run          func(args arguments) (any, error)
@@ -37,6 +38,7 @@ var tools = map[string]tool{
 			"path": {"type": "string", "description": "The text file, as the tool sees it, such as /data/report.txt."},
 			"top": {"type": "integer", "minimum": 0, "maximum": 100, "description": "How many of the most frequent words to list. Default 10."}
 		}, "required": ["path"], "additionalProperties": false}`,
+		example: `{"path": "/data/report.txt", "top": 5}`,
 		capabilities: []wit.CapabilityRequest{readData, {
 			Capability: wit.MakeCapabilityEnv(MinLengthVar),
 			Reason:     "the shortest word worth ranking; 1 when unset",
@@ -55,13 +57,14 @@ var tools = map[string]tool{
 		},
 	},
 	"largest_files": {
-		description: "Lists the largest files under a directory in /data, searching all its " +
+		description: "Lists the largest (biggest) files under a directory in /data, searching all its " +
 			"subdirectories, with their sizes in bytes, largest first; also counts all files " +
 			"and their total size. Use it to see what takes up space.",
 		schema: `{"type": "object", "properties": {
 			"dir": {"type": "string", "description": "The directory, as the tool sees it, such as /data or /data/logs."},
 			"limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many files to list. Default 10."}
 		}, "required": ["dir"], "additionalProperties": false}`,
+		example:      `{"dir": "/data", "limit": 5}`,
 		capabilities: []wit.CapabilityRequest{readData},
 		arguments:    []string{"dir", "limit"},
 		run: func(args arguments) (any, error) {
@@ -106,13 +109,20 @@ func Call(name string, argumentsJSON string, context wit.CallContext) witTypes.R
 	if !ok {
 		return fail(invalidArguments{fmt.Sprintf("there is no tool %q; this component offers count_words and largest_files", name)})
 	}
+	// Every message about bad arguments ends with what to send instead.
+	withExample := func(err error) error {
+		if invalid, ok := err.(invalidArguments); ok {
+			return invalidArguments{fmt.Sprintf("%s; send arguments such as %s", invalid.message, t.example)}
+		}
+		return err
+	}
 	args, err := parseArguments(name, argumentsJSON, t.arguments)
 	if err != nil {
-		return fail(err)
+		return fail(withExample(err))
 	}
 	result, err := t.run(args)
 	if err != nil {
-		return fail(err)
+		return fail(withExample(err))
 	}
 	text, err := json.Marshal(result)
 	if err != nil {
@@ -143,7 +153,7 @@ func parseArguments(tool, text string, allowed []string) (arguments, error) {
 			known = known || a == name
 		}
 		if !known {
-			return nil, invalidArguments{fmt.Sprintf("%s has no argument %q; it takes %s", tool, name, strings.Join(allowed, ", "))}
+			return nil, invalidArguments{fmt.Sprintf("%s has no argument %q: leave it out; it takes %s", tool, name, strings.Join(allowed, ", "))}
 		}
 	}
 	return args, nil

@@ -163,7 +163,7 @@ pub mod __private {
             .into_iter()
             .map(|tool| ToolSpec {
                 input_schema: tool.input_schema().to_string(),
-                output_schema: Some(tool.output_schema().to_string()),
+                output_schema: tool.output_schema().map(|schema| schema.to_string()),
                 capabilities: tool
                     .capabilities
                     .iter()

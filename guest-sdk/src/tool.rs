@@ -109,7 +109,8 @@ impl Tool {
     /// The arguments type `A` must deserialize from a JSON object (a struct); its
     /// [`JsonSchema`] becomes the tool's input schema, with its doc comments as field
     /// descriptions. The result type `R` is serialized to JSON; a string is returned as plain
-    /// text.
+    /// text; `()` (a tool that only acts) returns nothing, which the host reports to the model
+    /// as `Success`.
     pub fn new<A, R, F>(name: &str, description: &str, function: F) -> Self
     where
         A: DeserializeOwned + JsonSchema,
@@ -128,9 +129,19 @@ impl Tool {
         R: Serialize + JsonSchema,
         F: Fn(A, &CallContext) -> Result<R, ToolError> + 'static,
     {
+        let nothing = returns_nothing::<R>();
         let handler = move |arguments: &str, context: &CallContext| {
-            let args: A = serde_json::from_str(arguments).map_err(ToolError::invalid_arguments)?;
+            let args: A = serde_json::from_str(arguments).map_err(|error| {
+                let schema = schema_for::<A>().to_value();
+                ToolError::invalid_arguments(format_args!(
+                    "{error}; send {}",
+                    example_arguments(&schema)
+                ))
+            })?;
             let result = function(args, context)?;
+            if nothing {
+                return Ok(String::new());
+            }
             render_result(&result)
         };
         Self {
@@ -159,9 +170,10 @@ impl Tool {
         (self.input_schema)().to_value()
     }
 
-    /// The JSON Schema of the result.
-    pub fn output_schema(&self) -> serde_json::Value {
-        (self.output_schema)().to_value()
+    /// The JSON Schema of the result; `None` when the tool returns nothing.
+    pub fn output_schema(&self) -> Option<serde_json::Value> {
+        let schema = (self.output_schema)();
+        (!is_nothing(&schema)).then(|| schema.to_value())
     }
 
     /// Runs the tool on `arguments` (a JSON object as text), as the host would.
@@ -192,6 +204,64 @@ fn schema_for<T: JsonSchema>() -> Schema {
         .into_root_schema_for::<T>();
     schema.remove("title");
     schema
+}
+
+/// Whether `R` can only be "nothing": `()` or a unit struct, whose schema is `null` alone.
+/// (An `Option` that is `None` is a value, and is returned as `null`.)
+fn returns_nothing<R: JsonSchema>() -> bool {
+    is_nothing(&schema_for::<R>())
+}
+
+fn is_nothing(schema: &Schema) -> bool {
+    schema.get("type") == Some(&serde_json::Value::from("null"))
+}
+
+/// The arguments a schema asks for, as a model should write them, with a placeholder for each
+/// value: `{"a": <number>, "b": <number>}` (the optional ones after the required ones, in
+/// brackets).
+fn example_arguments(schema: &serde_json::Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) else {
+        return "a JSON object".to_owned();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let placeholder = |property: &serde_json::Value| {
+        let types: Vec<&str> = match property.get("type") {
+            Some(serde_json::Value::String(t)) => vec![t.as_str()],
+            Some(serde_json::Value::Array(ts)) => ts.iter().filter_map(|t| t.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        match types.iter().find(|t| **t != "null") {
+            Some(&"number") => "<number>",
+            Some(&"integer") => "<whole number>",
+            Some(&"string") => "<text>",
+            Some(&"boolean") => "<true or false>",
+            Some(&"array") => "[...]",
+            Some(&"object") => "{...}",
+            _ => "<value>",
+        }
+    };
+    let field = |(name, property): (&String, &serde_json::Value)| {
+        format!("\"{name}\": {}", placeholder(property))
+    };
+    let given: Vec<String> = properties
+        .iter()
+        .filter(|(name, _)| required.contains(&name.as_str()))
+        .map(field)
+        .collect();
+    let optional: Vec<String> = properties
+        .iter()
+        .filter(|(name, _)| !required.contains(&name.as_str()))
+        .map(field)
+        .collect();
+    let mut text = format!("{{{}}}", given.join(", "));
+    if !optional.is_empty() {
+        text.push_str(&format!(" (optionally also {})", optional.join(", ")));
+    }
+    text
 }
 
 fn render_result<R: Serialize>(result: &R) -> Result<String, ToolError> {
@@ -245,9 +315,34 @@ mod tests {
     fn bad_arguments_are_invalid_arguments() {
         let out = add_tool().call(r#"{"a": 1}"#, &CallContext::default());
         match out {
-            Err(ToolError::InvalidArguments(message)) => assert!(message.contains("`b`")),
+            Err(ToolError::InvalidArguments(message)) => {
+                assert!(message.contains("`b`"), "{message}");
+                assert!(
+                    message.contains(r#"send {"a": <number>, "b": <number>}"#),
+                    "{message}"
+                );
+            }
             other => panic!("expected invalid arguments, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_tool_that_returns_nothing_sends_nothing() {
+        let tool = Tool::new("forget", "Forgets.", |_: Pair| Ok(()));
+        assert_eq!(
+            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
+            Ok(String::new()),
+            "not `null`: the host says `Success` to the model"
+        );
+        assert_eq!(tool.output_schema(), None);
+        // `None` of an `Option` is a value the tool returned.
+        let tool = Tool::new("find", "Finds.", |_: Pair| Ok(None::<String>));
+        assert_eq!(
+            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
+            Ok("null".to_owned())
+        );
+        assert!(tool.output_schema().is_some());
+        assert_eq!(add_tool().output_schema().unwrap()["type"], "number");
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! place, so a reader never sees half an entry.
 //!
 //! Hashing a large component (a Python one is 18 MB) costs milliseconds, so a small index
-//! remembers each component file's hash with its size, modification time and inode; a file
-//! that has not changed is not read again.
+//! remembers each component file's hash with its size, modification and change times and
+//! inode; a file that has not changed is not read again.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -210,11 +210,14 @@ impl CompileCache {
     /// it was hashed, else by reading it (and the bytes are returned too).
     pub(crate) fn key_of(&self, path: &Path) -> std::io::Result<(ContentKey, Option<Vec<u8>>)> {
         let metadata = fs::metadata(path)?;
+        // The change time too: unlike the modification time, no one can set it back.
         let stamp = format!(
-            "{} {} {} {}",
+            "{} {} {} {} {} {}",
             metadata.len(),
             metadata.mtime(),
             metadata.mtime_nsec(),
+            metadata.ctime(),
+            metadata.ctime_nsec(),
             metadata.ino()
         );
         let index = self.index_entry(path);

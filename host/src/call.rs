@@ -26,8 +26,16 @@ pub struct CallContext {
 /// A successful call's result, with what the tool logged.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ToolOutput {
-    /// The result text (JSON when the tool declares an output schema).
+    /// The result text (JSON when the tool declares an output schema): what the model reads.
     pub text: String,
+    /// The result as JSON, when the source gave it as such (an MCP server's
+    /// `structuredContent`); `text` then holds the same JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
+    /// Images the tool returned (an MCP server's image content), sent to models that accept
+    /// images in tool results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
     /// What the tool wrote to stdout.
     pub stdout: CapturedLog,
     /// What the tool wrote to stderr.
@@ -45,10 +53,29 @@ impl ToolOutput {
     pub fn text(text: impl Into<String>, duration: Duration) -> Self {
         Self {
             text: text.into(),
+            structured: None,
+            images: Vec::new(),
             stdout: CapturedLog::default(),
             stderr: CapturedLog::default(),
             duration,
         }
+    }
+}
+
+/// An image in a tool's result.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolImage {
+    /// Its media type: `image/png`, `image/jpeg`, ...
+    pub mime_type: String,
+    /// The image bytes, base64-encoded (as MCP and the model APIs carry them).
+    pub data: String,
+}
+
+impl ToolImage {
+    /// How many bytes the image has, decoded (without decoding it).
+    pub fn size(&self) -> usize {
+        let padding = self.data.bytes().rev().take_while(|&b| b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(padding.min(2))
     }
 }
 
@@ -145,6 +172,8 @@ pub(crate) async fn call_tool(
     }
     Ok(ToolOutput {
         text,
+        structured: None,
+        images: Vec::new(),
         stdout,
         stderr,
         duration,

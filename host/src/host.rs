@@ -9,10 +9,13 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 use crate::agent::{
-    Agent, AgentConfig, AgentError, AgentOptions, Conversation, RunOptions, RunResult,
+    Agent, AgentConfig, AgentError, AgentOptions, AuditLog, Conversation, RunEnd, RunOptions,
+    RunResult,
 };
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, McpConfig, ToolOptions};
+use crate::mcp::client::McpServerConfig;
+use crate::native::NativeTools;
 use crate::sandbox::LimitsConfig;
 use crate::source::{SourceOptions, ToolSource};
 use crate::{
@@ -42,6 +45,7 @@ pub struct Host {
     model: ModelConfig,
     agent: AgentOptions,
     tools: BTreeMap<String, ToolOptions>,
+    audit: Option<Arc<AuditLog>>,
     mcp: McpConfig,
     provider: OnceCell<Arc<dyn Provider>>,
 }
@@ -65,6 +69,15 @@ pub enum HostError {
     /// The settings contradict each other or name something that is not there.
     #[error("{0}")]
     Config(String),
+    /// The audit log could not be opened.
+    #[error("cannot open the audit log {}", path.display())]
+    Audit {
+        /// The log file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Sets up a [`Host`]: from a manifest, from components and sources given here, or both, with
@@ -76,10 +89,12 @@ pub struct HostBuilder {
     runtime: Option<Runtime>,
     runtime_config: Option<RuntimeConfig>,
     components: Vec<ComponentConfig>,
+    mcp_servers: Vec<McpServerConfig>,
     sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
     limits: LimitsConfig,
     model: ModelConfig,
     agent: AgentConfig,
+    audit: Option<PathBuf>,
     mcp: McpConfig,
     connect: bool,
 }
@@ -109,13 +124,26 @@ impl HostBuilder {
         self
     }
 
+    /// Adds an MCP server, besides the manifest's.
+    pub fn mcp_server(mut self, config: McpServerConfig) -> Self {
+        self.mcp_servers.push(config);
+        self
+    }
+
     /// Adds a source of tools, besides the manifest's.
     pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
         self.sources.push((source, options));
         self
     }
 
-    /// Limits over every component's own (a command line's `--memory`, say).
+    /// Adds the application's own functions as tools, under their own names. They run in
+    /// this process, **not sandboxed** (see [`NativeTools`]).
+    pub fn native(self, tools: NativeTools) -> Self {
+        self.source(Arc::new(tools), SourceOptions::default())
+    }
+
+    /// Limits over every component's own (a command line's `--memory`, say); its `timeout`
+    /// and `max_result` apply to MCP servers too.
     pub fn limits(mut self, limits: LimitsConfig) -> Self {
         self.limits = limits;
         self
@@ -132,6 +160,12 @@ impl HostBuilder {
     /// Loop settings, over the manifest's.
     pub fn agent(mut self, agent: AgentConfig) -> Self {
         self.agent = agent;
+        self
+    }
+
+    /// Records every tool call to the audit log at `path` (over the manifest's `[audit]`).
+    pub fn audit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit = Some(path.into());
         self
     }
 
@@ -163,7 +197,15 @@ impl HostBuilder {
         let model = manifest.model.clone().overridden_by(self.model);
         let agent_config = manifest.agent.clone().merged(self.agent);
         let mut options = agent_config.options(model.kind());
-        options.return_direct = manifest.return_direct_tools();
+        options.stop_at.extend(manifest.return_direct_tools());
+        options.fail_run = manifest.fail_run_tools();
+        options.approval = manifest.approval_rules();
+        let audit = match self.audit.or_else(|| manifest.audit_path()) {
+            Some(path) => Some(Arc::new(
+                AuditLog::open(&path).map_err(|source| HostError::Audit { path, source })?,
+            )),
+            None => None,
+        };
 
         let configs = manifest
             .component_configs()
@@ -173,7 +215,22 @@ impl HostBuilder {
                 config.limits = self.limits.apply(config.limits);
                 config
             });
-        let mut builder = Toolbox::builder(&runtime).components(configs);
+        let servers = manifest
+            .mcp_server_configs()
+            .into_iter()
+            .chain(self.mcp_servers)
+            .map(|mut config| {
+                if let Some(timeout) = self.limits.timeout {
+                    config.timeout = timeout.0;
+                }
+                if let Some(max_result) = self.limits.max_result {
+                    config.max_result = usize::try_from(max_result.0).unwrap_or(usize::MAX);
+                }
+                config
+            });
+        let mut builder = Toolbox::builder(&runtime)
+            .components(configs)
+            .mcp_servers(servers);
         for (source, source_options) in self.sources {
             builder = builder.source(source, source_options);
         }
@@ -187,11 +244,13 @@ impl HostBuilder {
             builder.build().await?
         };
         check_tool_options(&toolbox, &manifest.tools)?;
+        check_stop_at(&toolbox, &options)?;
         Ok(Host {
             toolbox: Arc::new(toolbox),
             model,
             agent: options,
             tools: manifest.tools,
+            audit,
             mcp: manifest.mcp.merged(self.mcp),
             provider,
         })
@@ -226,6 +285,22 @@ fn check_tool_options(
         names.join("], [tools."),
         catalog.names().join(", ")
     )))
+}
+
+/// Every tool `stop_at` names must be loaded.
+fn check_stop_at(toolbox: &Toolbox, options: &AgentOptions) -> Result<(), HostError> {
+    let catalog = toolbox.catalog();
+    match options
+        .stop_at
+        .iter()
+        .find(|name| catalog.get(name).is_none())
+    {
+        Some(name) if toolbox.skipped().is_empty() => Err(HostError::Config(format!(
+            "stop_at names `{name}`, but no loaded tool has that name; the tools are: {}",
+            catalog.names().join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 impl Host {
@@ -270,6 +345,12 @@ impl Host {
         self.toolbox.call(name, arguments, context).await
     }
 
+    /// Stops what the tool sources run (MCP servers' processes), politely; see
+    /// [`Toolbox::shutdown`]. Dropping the host stops them too, at once.
+    pub async fn shutdown(&self) {
+        self.toolbox.shutdown().await;
+    }
+
     /// The model settings in force (the manifest's, overridden by the builder's).
     pub fn model_config(&self) -> &ModelConfig {
         &self.model
@@ -288,20 +369,33 @@ impl Host {
             .get_or_try_init(|| self.model.connect())
             .await?
             .clone();
-        Ok(Agent::new(
-            provider,
-            self.toolbox.clone(),
-            self.agent.clone(),
-        ))
+        let agent = Agent::new(provider, self.toolbox.clone(), self.agent.clone());
+        Ok(match &self.audit {
+            Some(audit) => agent.with_audit(audit.clone()),
+            None => agent,
+        })
     }
 
-    /// Asks the model `question`, running the tools it calls, until it answers.
+    /// The audit log every agent of this host writes to, if there is one.
+    pub fn audit_log(&self) -> Option<&Arc<AuditLog>> {
+        self.audit.as_ref()
+    }
+
+    /// Asks the model `question`, running the tools it calls, until it answers. A call that
+    /// needs approval ends it with [`AgentError::ApprovalNeeded`]: there is no one to ask
+    /// here; [`Host::agent`] and [`Agent::run`] pause for a decision instead.
     pub async fn run(&self, question: &str) -> Result<RunResult, AgentError> {
         let agent = self.agent().await?;
         let mut conversation = Conversation::new();
         conversation.push_user(question);
-        agent
+        let result = agent
             .run(&mut conversation, &RunOptions::default(), &mut |_| {})
-            .await
+            .await?;
+        match (result.end, result.pending.first()) {
+            (RunEnd::Paused, Some(pending)) => Err(AgentError::ApprovalNeeded {
+                tool: pending.tool.clone(),
+            }),
+            _ => Ok(result),
+        }
     }
 }

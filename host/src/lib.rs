@@ -8,6 +8,10 @@
 //! CPU time, wall-clock time and result size. It also runs the tool-calling loop against a
 //! model (OpenAI or Anthropic wire format, or a local model it starts itself).
 //!
+//! Tools can also come from MCP servers ([`mcp::client`]) and from the embedding
+//! application's own functions ([`NativeTools`]); those are **not sandboxed**
+//! ([`Origin::is_sandboxed`]), and the toolbox offers them next to the components.
+//!
 //! [`Host`] is the entry point: a manifest in, tools, a model and a loop out.
 //!
 //! ```no_run
@@ -40,6 +44,7 @@ mod host;
 pub mod llm;
 mod manifest;
 pub mod mcp;
+mod native;
 mod report;
 mod runtime;
 pub mod sandbox;
@@ -48,13 +53,14 @@ mod spec;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};
-pub use call::{CallContext, ToolOutput};
+pub use call::{CallContext, ToolImage, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{
     ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
 };
+pub use native::NativeTools;
 pub use runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use sandbox::{Grants, Limits};
 pub use source::{Origin, SourceOptions, ToolSource};

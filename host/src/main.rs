@@ -27,10 +27,7 @@ fn main() -> ExitCode {
         // A reader that went away (`host tools | head -1`) is a normal end.
         Err(error) if cli::is_broken_pipe(&error) => ExitStatus::Success,
         Err(error) => {
-            eprintln!("error: {error}");
-            for cause in error.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
-            }
+            cli::print_error(error.as_ref());
             ExitStatus::Error
         }
     };

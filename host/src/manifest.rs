@@ -25,30 +25,54 @@
 //! tools = ["list_files", "read_file"]   # offer only these (`exclude` leaves some out)
 //! prefix = "fs_"                         # offered as fs_list_files, fs_read_file
 //!
+//! [mcp_servers.time]          # an MCP server the host starts (not sandboxed)
+//! command = ["mcp-server-time", "--local-timezone", "UTC"]
+//! env = ["TZ=UTC"]            # besides HOME, PATH, USER and a few more of the host's
+//! timeout = "10s"             # per call; `notifications/cancelled` when it runs out
+//!
+//! [mcp_servers.search]        # an MCP server at a Streamable HTTP endpoint (not sandboxed)
+//! url = "http://127.0.0.1:8931/mcp"
+//! headers = { Authorization = "Bearer ${SEARCH_TOKEN}" }   # from the host's environment
+//! exclude = ["delete_index"]
+//! required = false
+//!
 //! [model]                     # the model, and how the loop runs
 //! provider = "openai"
 //! name = "gpt-4o-mini"
 //! temperature = 0
 //! max_rounds = 10
+//! tools = 5                   # offer the 5 tools that best fit each request ("all": every one)
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
-//! return_direct = true
+//! return_direct = true        # its result is the answer (like [model] stop_at)
 //! annotations = { read_only = true, open_world = false }   # told to MCP clients
+//!
+//! [tools.write_note]
+//! approval = "always"         # ask before every call ("never": not even when a rule says so)
+//! on_error = "fail_run"       # a failure ends the run ("to_model", the default: the model sees it)
+//!
+//! [approval]                  # ask before any call of a tool holding one of these
+//! ask_for = ["write-dir", "http", "socket"]   # also: read-dir, env, unsandboxed, any
+//!
+//! [audit]                     # one JSON line per tool call, created 0600
+//! path = "audit.jsonl"
 //!
 //! [mcp]                       # `host mcp`: the `_meta` keys of a request that reach the tools
 //! pass_meta = ["tenant"]
 //! ```
 //!
-//! Relative paths (components, granted directories) are relative to the manifest's directory.
+//! Relative paths (components, granted directories, a server's program when it has a `/`, its
+//! `cwd`) are relative to the manifest's directory, where a stdio server runs by default.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::agent::AgentConfig;
+use crate::agent::{AgentConfig, ApprovalMode, ApprovalRules, AskFor, OnError};
 use crate::component::ComponentConfig;
 use crate::llm::ModelConfig;
+use crate::mcp::client::{McpServerConfig, McpServerEntry};
 use crate::sandbox::{Grants, Limits, LimitsConfig};
 use crate::source::SourceOptions;
 
@@ -60,18 +84,42 @@ pub struct Manifest {
     pub limits: LimitsConfig,
     /// The components, by name.
     pub components: BTreeMap<String, ComponentEntry>,
+    /// The MCP servers, by name.
+    pub mcp_servers: BTreeMap<String, McpServerEntry>,
     /// The model `host run` and `host chat` talk to (the `[model]` section); the local one
     /// when absent.
     pub model: ModelConfig,
     /// How the loop runs (also written in the `[model]` section: temperature, max_tokens,
-    /// max_rounds, system, stream).
+    /// max_rounds, system, stream, tools).
     pub agent: AgentConfig,
     /// Options of single tools, by the name the model sees.
     pub tools: BTreeMap<String, ToolOptions>,
+    /// Which calls wait for approval, by what their tools hold (`[approval]`).
+    pub approval: ApprovalSection,
+    /// Where every tool call is recorded (`[audit]`).
+    pub audit: Option<AuditSection>,
     /// How `host mcp` serves the tools (the `[mcp]` section).
     pub mcp: McpConfig,
     /// The file it was read from, when it was read from one.
     pub path: Option<PathBuf>,
+}
+
+/// The `[approval]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSection {
+    /// Calls of tools holding any of these wait for approval: `write-dir`, `read-dir`, `env`,
+    /// `http`, `socket`, `unsandboxed` (MCP servers and the application's own tools), `any`.
+    #[serde(default)]
+    pub ask_for: BTreeSet<AskFor>,
+}
+
+/// The `[audit]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// The log file (JSON lines, appended; relative to the manifest's directory).
+    pub path: PathBuf,
 }
 
 /// One component of a manifest.
@@ -108,9 +156,16 @@ fn yes() -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOptions {
-    /// The tool's result is the run's answer: no further model request.
+    /// The tool's result is the run's answer: no further model request (the same as naming
+    /// it in `[model] stop_at`).
     #[serde(default)]
     pub return_direct: bool,
+    /// Whether its calls wait for approval: `always`, or `never` (over `[approval]` rules).
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
+    /// What its failure does: `to_model` (the default) or `fail_run`.
+    #[serde(default)]
+    pub on_error: OnError,
     /// What an MCP client is told about the tool's behaviour (`host mcp`).
     #[serde(default)]
     pub annotations: Option<ToolAnnotations>,
@@ -195,9 +250,15 @@ struct RawManifest {
     #[serde(default)]
     components: BTreeMap<String, ComponentEntry>,
     #[serde(default)]
+    mcp_servers: BTreeMap<String, McpServerEntry>,
+    #[serde(default)]
     model: ModelSection,
     #[serde(default)]
     tools: BTreeMap<String, ToolOptions>,
+    #[serde(default)]
+    approval: ApprovalSection,
+    #[serde(default)]
+    audit: Option<AuditSection>,
     #[serde(default)]
     mcp: McpConfig,
 }
@@ -215,9 +276,12 @@ impl From<RawManifest> for Manifest {
         Self {
             limits: raw.limits,
             components: raw.components,
+            mcp_servers: raw.mcp_servers,
             model: raw.model.model,
             agent: raw.model.agent,
             tools: raw.tools,
+            approval: raw.approval,
+            audit: raw.audit,
             mcp: raw.mcp,
             path: None,
         }
@@ -239,6 +303,9 @@ const MODEL_KEYS: &[&str] = &[
     "max_rounds",
     "system",
     "stream",
+    "stop_at",
+    "max_parallel_calls",
+    "tools",
 ];
 
 impl Manifest {
@@ -291,9 +358,37 @@ impl Manifest {
 
     /// The tools marked `return_direct`.
     pub fn return_direct_tools(&self) -> BTreeSet<String> {
+        self.tools_where(|options| options.return_direct)
+    }
+
+    /// The tools whose failure ends the run (`on_error = "fail_run"`).
+    pub fn fail_run_tools(&self) -> BTreeSet<String> {
+        self.tools_where(|options| options.on_error == OnError::FailRun)
+    }
+
+    /// Which calls wait for approval: the `[approval]` rules and every tool's `approval`.
+    pub fn approval_rules(&self) -> ApprovalRules {
+        ApprovalRules {
+            tools: self
+                .tools
+                .iter()
+                .filter_map(|(name, options)| Some((name.clone(), options.approval?)))
+                .collect(),
+            ask_for: self.approval.ask_for.clone(),
+        }
+    }
+
+    /// The audit log's path, resolved against the manifest's directory.
+    pub fn audit_path(&self) -> Option<PathBuf> {
+        self.audit
+            .as_ref()
+            .map(|audit| self.base_dir().join(&audit.path))
+    }
+
+    fn tools_where(&self, accept: impl Fn(&ToolOptions) -> bool) -> BTreeSet<String> {
         self.tools
             .iter()
-            .filter(|(_, options)| options.return_direct)
+            .filter(|(_, options)| accept(options))
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -320,6 +415,17 @@ impl Manifest {
                     required: entry.required,
                 }
             })
+            .collect()
+    }
+
+    /// How to start (or reach) each MCP server, with paths resolved and the manifest's
+    /// `[limits]` `timeout` and `max_result` as the defaults of its own.
+    pub fn mcp_server_configs(&self) -> Vec<McpServerConfig> {
+        let base = self.base_dir();
+        let defaults = self.limits.apply(Limits::default());
+        self.mcp_servers
+            .iter()
+            .map(|(name, entry)| entry.config(name, &base, defaults))
             .collect()
     }
 }
@@ -420,6 +526,9 @@ mod tests {
             max_rounds = 3
             system = "s"
             stream = false
+            stop_at = ["add"]
+            max_parallel_calls = 2
+            tools = 4
         "#;
         let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
         let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
@@ -431,6 +540,8 @@ mod tests {
         let agent = &manifest.agent;
         assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
         assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
+        assert!(agent.stop_at.is_some() && agent.max_parallel_calls.is_some());
+        assert_eq!(agent.tools, Some(crate::agent::ToolLimit::Top(4)));
     }
 
     #[test]
@@ -462,6 +573,96 @@ mod tests {
             text.contains("max_rounds") || text.contains("invalid type"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn approval_error_and_audit_settings_are_read() {
+        let manifest = parse(
+            r#"
+            [tools.write_note]
+            approval = "always"
+            on_error = "fail_run"
+            [tools.read_file]
+            approval = "never"
+            [approval]
+            ask_for = ["write-dir", "http", "unsandboxed"]
+            [audit]
+            path = "logs/audit.jsonl"
+            "#,
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        let rules = manifest.approval_rules();
+        assert_eq!(rules.tools["write_note"], ApprovalMode::Always);
+        assert_eq!(rules.tools["read_file"], ApprovalMode::Never);
+        assert_eq!(
+            rules.ask_for,
+            BTreeSet::from([AskFor::WriteDir, AskFor::Http, AskFor::Unsandboxed])
+        );
+        assert_eq!(
+            manifest.fail_run_tools(),
+            BTreeSet::from(["write_note".to_owned()])
+        );
+        assert_eq!(
+            manifest.audit_path(),
+            Some(PathBuf::from("/etc/tools/logs/audit.jsonl"))
+        );
+    }
+
+    #[test]
+    fn mcp_servers_take_the_manifest_limits_as_defaults() {
+        let text = r#"
+            [limits]
+            timeout = "7s"
+            max_result = "2MiB"
+
+            [mcp_servers.time]
+            command = ["mcp-server-time"]
+
+            [mcp_servers.remote]
+            url = "http://127.0.0.1:9/mcp"
+            headers = { Authorization = "Bearer ${TOKEN}" }
+            timeout = "1s"
+            required = false
+        "#;
+        let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
+        let configs = manifest.mcp_server_configs();
+        let remote = &configs[0];
+        assert_eq!(remote.name, "remote");
+        assert_eq!(remote.timeout, std::time::Duration::from_secs(1));
+        assert_eq!(remote.max_result, 2 << 20);
+        assert!(!remote.required);
+        let time = &configs[1];
+        assert_eq!(time.timeout, std::time::Duration::from_secs(7));
+        assert!(time.required);
+        let error =
+            parse("[mcp_servers.x]\ncommand = [\"a\"]\nurl = \"http://x/mcp\"\n").unwrap_err();
+        let text = format!("{:#}", anyhow::Error::from(error));
+        assert!(
+            text.contains("not both") && text.contains("mcp_servers"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_approval_and_loop_values_name_what_is_accepted() {
+        for (text, expected) in [
+            (
+                "[tools.a]\napproval = \"sometimes\"\n",
+                "expected `always` or `never`",
+            ),
+            (
+                "[tools.a]\non_error = \"ignore\"\n",
+                "expected `to_model` or `fail_run`",
+            ),
+            ("[approval]\nask_for = [\"disk\"]\n", "`write-dir`"),
+            ("[approval]\nask = [\"http\"]\n", "unknown field `ask`"),
+            ("[audit]\nfile = \"a\"\n", "unknown field `file`"),
+            ("[model]\nmax_parallel_calls = 0\n", "nonzero"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let message = format!("{:#}", anyhow::Error::from(error));
+            assert!(message.contains(expected), "{text}: {message}");
+        }
     }
 
     #[test]

@@ -2,10 +2,13 @@
 //! [`Toolbox`](crate::Toolbox) puts the tools of every source under one set of unique names,
 //! checks arguments against the schemas, and routes each call to its source.
 //!
-//! Sandboxed WebAssembly components are the main kind of source
-//! ([`LoadedComponent`](crate::LoadedComponent)); an embedding application can add its own.
-//! Only components are sandboxed: every other source runs with the authority of whatever runs
-//! it, which [`Origin::is_sandboxed`] says.
+//! Three kinds come with toolhost: sandboxed WebAssembly components
+//! ([`LoadedComponent`](crate::LoadedComponent)), MCP servers
+//! ([`McpServer`](crate::mcp::client::McpServer)) and native Rust functions of the embedding
+//! application ([`NativeTools`](crate::NativeTools)); an application can add its own. Only
+//! components are sandboxed: every other source runs with the authority of whatever runs it
+//! (an MCP server as the user who started the host, a native function inside the host
+//! process), which [`Origin::is_sandboxed`] says.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -43,6 +46,21 @@ pub trait ToolSource: Send + Sync {
     /// `tools/list_changed`), so the toolbox knows to list them again. Constant by default.
     fn generation(&self) -> u64 {
         0
+    }
+
+    /// Brings [`tools`](Self::tools) up to date when the source knows its tools changed
+    /// (an MCP server said so, and they have not been listed again yet). The loop awaits it
+    /// before each model turn, so a change announced during a turn shows in the next one.
+    /// Never fails: a source that cannot list its tools keeps the old list and logs why.
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// Stops what the source runs (an MCP server's process), politely, before the host
+    /// exits. A source that is dropped without it stops at once (a server's process group
+    /// is killed).
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 }
 

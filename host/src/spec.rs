@@ -62,6 +62,55 @@ impl fmt::Display for Capability {
     }
 }
 
+/// The arguments an object schema asks for, as a model should write them, a placeholder for
+/// each value: `{"a": <number>, "b": <number>}`, the optional ones named after it. For the
+/// messages about bad arguments, which say what to send instead.
+pub(crate) fn example_arguments(schema: &Value) -> String {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return "a JSON object".to_owned();
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let placeholder = |property: &Value| {
+        if let Some(Value::Array(values)) = property.get("enum") {
+            let values: Vec<String> = values.iter().map(Value::to_string).collect();
+            return values.join(" or ");
+        }
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        match types.iter().find(|t| **t != "null") {
+            Some(&"number") => "<number>",
+            Some(&"integer") => "<whole number>",
+            Some(&"string") => "<text>",
+            Some(&"boolean") => "<true or false>",
+            Some(&"array") => "[...]",
+            Some(&"object") => "{...}",
+            _ => "<value>",
+        }
+        .to_owned()
+    };
+    let (given, optional): (Vec<_>, Vec<_>) = properties
+        .iter()
+        .partition(|(name, _)| required.contains(&name.as_str()));
+    let field =
+        |(name, property): (&String, &Value)| format!("\"{name}\": {}", placeholder(property));
+    let mut text = format!(
+        "{{{}}}",
+        given.into_iter().map(field).collect::<Vec<_>>().join(", ")
+    );
+    if !optional.is_empty() {
+        let names: Vec<&str> = optional.iter().map(|(name, _)| name.as_str()).collect();
+        text.push_str(&format!(" (optional: {})", names.join(", ")));
+    }
+    text
+}
+
 /// Whether `name` can be offered to a model: `^[a-zA-Z0-9_-]{1,64}$`, which every major
 /// provider accepts.
 pub fn is_valid_tool_name(name: &str) -> bool {
@@ -138,6 +187,20 @@ mod tests {
             output_schema: None,
             capabilities: vec![],
         }
+    }
+
+    #[test]
+    fn examples_of_arguments_show_what_to_send() {
+        let schema = serde_json::json!({"type": "object", "properties": {
+            "path": {"type": "string"},
+            "algorithm": {"enum": ["sha256", "crc32"]},
+            "top": {"type": "integer"},
+            "zone": {"type": ["string", "null"]}},
+            "required": ["path", "algorithm"]});
+        assert_eq!(
+            example_arguments(&schema),
+            r#"{"algorithm": "sha256" or "crc32", "path": <text>} (optional: top, zone)"#
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::component::{ComponentConfig, LoadedComponent};
+use crate::mcp::client::{McpServer, McpServerConfig};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{ToolSpec, is_valid_tool_name};
 use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
@@ -40,6 +41,7 @@ struct Slot {
     source: Arc<dyn ToolSource>,
     options: SourceOptions,
     component: Option<Arc<LoadedComponent>>,
+    mcp: Option<Arc<McpServer>>,
 }
 
 /// A source that was left out because it failed to load and was not required.
@@ -51,11 +53,12 @@ pub struct SkippedSource {
     pub error: LoadError,
 }
 
-/// Puts a toolbox together: components to load, other sources to add.
+/// Puts a toolbox together: components to load, MCP servers to start, other sources to add.
 #[must_use]
 pub struct ToolboxBuilder {
     runtime: Runtime,
     components: Vec<ComponentConfig>,
+    mcp_servers: Vec<McpServerConfig>,
     sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
 }
 
@@ -72,17 +75,37 @@ impl ToolboxBuilder {
         self
     }
 
+    /// Adds an MCP server to start (or connect to).
+    pub fn mcp_server(mut self, config: McpServerConfig) -> Self {
+        self.mcp_servers.push(config);
+        self
+    }
+
+    /// Adds MCP servers to start.
+    pub fn mcp_servers(mut self, configs: impl IntoIterator<Item = McpServerConfig>) -> Self {
+        self.mcp_servers.extend(configs);
+        self
+    }
+
     /// Adds a source of tools (its tools are offered as `options` say).
     pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
         self.sources.push((source, options));
         self
     }
 
-    /// Loads the components, concurrently, and puts every tool under its name. Fails on the
-    /// first required component that cannot be loaded, on a `tools` list naming a tool its
-    /// source does not offer, and when two tools end up with the same name; a component that
-    /// is not required and fails is left out, with a warning.
+    /// Loads the components and starts the MCP servers, all concurrently, and puts every
+    /// tool under its name, in that order (components, MCP servers, added sources). Fails on
+    /// the first required component or server that cannot be loaded, on a `tools` list
+    /// naming a tool its source does not offer, and when two tools end up with the same
+    /// name; a component or server that is not required and fails is left out, with a
+    /// warning naming it and why.
     pub async fn build(self) -> Result<Toolbox, LoadError> {
+        let mcp_loads = self.mcp_servers.into_iter().map(|config| async move {
+            let name = config.name.clone();
+            let required = config.required;
+            let options = config.options.clone();
+            (name, required, options, McpServer::connect(config).await)
+        });
         let loads = self.components.into_iter().map(|config| {
             let runtime = self.runtime.clone();
             async move {
@@ -97,9 +120,14 @@ impl ToolboxBuilder {
                 )
             }
         });
+        let (loaded_components, loaded_servers) = futures::future::join(
+            futures::future::join_all(loads),
+            futures::future::join_all(mcp_loads),
+        )
+        .await;
         let mut slots = Vec::new();
         let mut skipped = Vec::new();
-        for (name, required, options, loaded) in futures::future::join_all(loads).await {
+        for (name, required, options, loaded) in loaded_components {
             match loaded {
                 Ok(component) => {
                     let component = Arc::new(component);
@@ -107,6 +135,7 @@ impl ToolboxBuilder {
                         source: component.clone(),
                         options,
                         component: Some(component),
+                        mcp: None,
                     });
                 }
                 Err(error) if required => return Err(error),
@@ -120,10 +149,33 @@ impl ToolboxBuilder {
                 }
             }
         }
+        for (name, required, options, loaded) in loaded_servers {
+            match loaded {
+                Ok(server) => {
+                    let server = Arc::new(server);
+                    slots.push(Slot {
+                        source: server.clone(),
+                        options,
+                        component: None,
+                        mcp: Some(server),
+                    });
+                }
+                Err(error) if required => return Err(error),
+                Err(error) => {
+                    tracing::warn!(
+                        mcp_server = %name,
+                        "left out (not required) because it failed to start: {}",
+                        crate::report::chain(&error)
+                    );
+                    skipped.push(SkippedSource { name, error });
+                }
+            }
+        }
         slots.extend(self.sources.into_iter().map(|(source, options)| Slot {
             source,
             options,
             component: None,
+            mcp: None,
         }));
         let catalog = Catalog::build(&slots, None)?;
         Ok(Toolbox {
@@ -186,6 +238,13 @@ impl Catalog {
                          letters, digits, `_` or `-` (shorten the prefix)",
                         spec.name
                     )));
+                }
+                if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+                    return Err(invalid(
+                        "has an input schema whose top level is not `\"type\": \"object\"`; \
+                         tool arguments are always a JSON object (take a struct)"
+                            .to_owned(),
+                    ));
                 }
                 if let Some(&first) = index.get(&spec.name) {
                     let first: &Entry = &entries[first];
@@ -263,6 +322,7 @@ impl Toolbox {
         ToolboxBuilder {
             runtime: runtime.clone(),
             components: Vec::new(),
+            mcp_servers: Vec::new(),
             sources: Vec::new(),
         }
     }
@@ -297,6 +357,19 @@ impl Toolbox {
         }
     }
 
+    /// Lists again the tools of every source that said they changed (an MCP server's
+    /// `tools/list_changed`), so that the next [`catalog`](Self::catalog) has them. The loop
+    /// calls it before each model turn. A source that cannot list them keeps its old list.
+    pub async fn refresh(&self) {
+        futures::future::join_all(self.slots.iter().map(|slot| slot.source.refresh())).await;
+    }
+
+    /// Stops what the sources run (MCP servers' processes), politely, all at once. Calls
+    /// after it fail. Dropping the toolbox without it stops them too, but abruptly.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.slots.iter().map(|slot| slot.source.shutdown())).await;
+    }
+
     /// Every tool, in source order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.catalog().iter().cloned().collect()
@@ -320,6 +393,11 @@ impl Toolbox {
     /// The loaded components, in load order.
     pub fn components(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
         self.slots.iter().filter_map(|slot| slot.component.as_ref())
+    }
+
+    /// The MCP servers it started from its configs (not those added as sources), in order.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+        self.slots.iter().filter_map(|slot| slot.mcp.as_ref())
     }
 
     /// Every source, in order.
@@ -442,9 +520,13 @@ fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallEr
     } else {
         arguments
     };
+    // Every message ends with what to send instead.
     let invalid = |message: String| CallError::InvalidArguments {
         tool: name.to_owned(),
-        message,
+        message: format!(
+            "{message}; send {}",
+            crate::spec::example_arguments(&catalog.entries[at].spec.input_schema)
+        ),
     };
     let value: Value = serde_json::from_str(text)
         .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;

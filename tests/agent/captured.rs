@@ -2,7 +2,7 @@
 //! providers; and the scripted model's framing checked against it.
 
 use serde_json::Value;
-use toolhost::llm::{ChatRequest, FinishReason, Message, Provider, ToolChoice};
+use toolhost::llm::{ChatRequest, FinishReason, Message, Provider, ToolChoice, Usage};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls};
 use toolhost_tests::repo_root;
 use toolhost_tests::server::{Reply, ReplyBody, TestServer};
@@ -101,6 +101,58 @@ async fn real_llama_server_answers_are_read_in_both_formats() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_capture_replays() {
+    let dir = repo_root().join("tests/fixtures/wire");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".sse") || name.ends_with(".json"))
+        .filter(|name| !name.ends_with(".request.json"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 9, "{names:?}");
+    for name in names {
+        let format = if name.starts_with("openai") {
+            Format::OpenAi
+        } else {
+            Format::Anthropic
+        };
+        let response = ask(format, &name).await;
+        assert!(
+            !response.text.is_empty() || !response.tool_calls.is_empty(),
+            "{name}: {response:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_llama_server_token_counts_are_read() {
+    let counts = |input_tokens, output_tokens| {
+        Some(Usage {
+            input_tokens,
+            output_tokens,
+        })
+    };
+    for (format, name, expected) in [
+        (Format::OpenAi, "openai-tool-call.json", counts(724, 40)),
+        // Captured before toolhost asked for counts in streams: there are none.
+        (Format::OpenAi, "openai-tool-call.sse", None),
+        // Asked for with `stream_options.include_usage`: a last chunk without choices.
+        (
+            Format::OpenAi,
+            "openai-tool-call-usage.sse",
+            counts(724, 40),
+        ),
+        (Format::Anthropic, "anthropic-tool-use.json", counts(1, 40)),
+        (Format::Anthropic, "anthropic-tool-use.sse", counts(1, 40)),
+    ] {
+        let response = ask(format, name).await;
+        assert_eq!(response.usage, expected, "{name}");
+        assert_eq!(response.tool_calls[0].name, "square_root", "{name}");
+    }
+}
+
 /// The event kinds of a stream, repeats collapsed: OpenAI chunks by what their delta holds,
 /// Anthropic events by type (pings left out: servers send them at will).
 fn shape(format: Format, bytes: &[u8]) -> Vec<String> {
@@ -115,6 +167,11 @@ fn shape(format: Format, bytes: &[u8]) -> Vec<String> {
             Format::OpenAi if data == "[DONE]" => "[DONE]".to_owned(),
             Format::OpenAi => {
                 let chunk: Value = serde_json::from_str(data).unwrap();
+                if chunk["choices"].as_array().unwrap().is_empty() {
+                    assert!(chunk["usage"].is_object(), "{data}");
+                    kinds.push("usage".to_owned());
+                    continue;
+                }
                 let choice = &chunk["choices"][0];
                 let delta = &choice["delta"];
                 if choice["finish_reason"].is_string() {
@@ -163,9 +220,10 @@ fn shape(format: Format, bytes: &[u8]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scripted_model_frames_streams_like_the_real_server() {
-    for (format, name) in [
-        (Format::OpenAi, "openai-tool-call.sse"),
-        (Format::Anthropic, "anthropic-tool-use.sse"),
+    for (format, name, usage) in [
+        (Format::OpenAi, "openai-tool-call.sse", false),
+        (Format::OpenAi, "openai-tool-call-usage.sse", true),
+        (Format::Anthropic, "anthropic-tool-use.sse", false),
     ] {
         let model = ScriptedModel::start(
             format,
@@ -180,11 +238,16 @@ async fn the_scripted_model_frames_streams_like_the_real_server() {
             Format::OpenAi => ("/chat/completions", model.base_url()),
             Format::Anthropic => ("/v1/messages", model.base_url()),
         };
-        let scripted = post_streaming(&format!("{url}{path}")).await;
+        let body = if usage {
+            r#"{"stream": true, "stream_options": {"include_usage": true}}"#
+        } else {
+            r#"{"stream": true}"#
+        };
+        let scripted = post_streaming(&format!("{url}{path}"), body).await;
         assert_eq!(
             shape(format, &scripted),
             shape(format, &capture(name)),
-            "{format:?}"
+            "{name}"
         );
         let text = String::from_utf8_lossy(&scripted);
         assert!(
@@ -194,12 +257,12 @@ async fn the_scripted_model_frames_streams_like_the_real_server() {
     }
 }
 
-/// POSTs a streaming request with a bare HTTP/1.1 client and returns the decoded body.
-async fn post_streaming(url: &str) -> Vec<u8> {
+/// POSTs a streaming request (`body`) with a bare HTTP/1.1 client and returns the decoded
+/// body of the answer.
+async fn post_streaming(url: &str, body: &str) -> Vec<u8> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").unwrap();
     let (authority, path) = rest.split_at(rest.find('/').unwrap());
-    let body = r#"{"stream": true}"#;
     let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
     let request = format!(
         "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",

@@ -24,7 +24,7 @@ fn manifest() -> (tempfile::TempDir, String) {
     (dir, path)
 }
 
-fn host() -> Command {
+pub(super) fn host() -> Command {
     let mut command = Command::new(host_binary());
     command.env(
         "TOOLHOST_COMPONENT_CACHE",
@@ -33,7 +33,7 @@ fn host() -> Command {
     command
 }
 
-async fn output(mut command: Command) -> Output {
+pub(super) async fn output(mut command: Command) -> Output {
     tokio::task::spawn_blocking(move || command.output().unwrap())
         .await
         .unwrap()

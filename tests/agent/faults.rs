@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use toolhost::ErrorKind;
+use serde_json::json;
 use toolhost::agent::{AgentError, AgentOptions, RunOptions};
-use toolhost::llm::ProviderError;
-use toolhost_tests::model::{Format, Turn, call, calls, text};
+use toolhost::llm::{ChatRequest, Message, ModelConfig, ProviderError, ProviderKind, ToolChoice};
+use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
 
 use super::{ask, scripted};
 
@@ -84,10 +84,50 @@ async fn client_errors_are_not_retried() {
     let (model, agent) = scripted(Format::Anthropic, false, turns, AgentOptions::default()).await;
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(
-        error.to_string().contains("401: invalid x-api-key"),
+        matches!(error, ProviderError::Unauthorized { status: 401, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "401: invalid x-api-key; check the API key set by `api_key` in the manifest's \
+             [model] section"
+        ),
         "{error}"
     );
     assert_eq!(model.requests().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_names_the_variable_it_came_from() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let model = ScriptedModel::start(format, vec![error(403, "forbidden", &[])]).await;
+        // PATH stands for a key variable: every environment has it.
+        let config = ModelConfig {
+            provider: Some(match format {
+                Format::OpenAi => ProviderKind::OpenAi,
+                Format::Anthropic => ProviderKind::Anthropic,
+            }),
+            base_url: Some(model.base_url()),
+            api_key_env: Some("PATH".into()),
+            ..ModelConfig::default()
+        };
+        let provider = config.connect().await.unwrap();
+        let request = ChatRequest {
+            messages: vec![Message::user("hi")],
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            temperature: None,
+            max_tokens: None,
+            stream: false,
+        };
+        let error = provider.chat(&request, &mut |_| {}).await.unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .ends_with("403: forbidden; check the API key in the environment variable PATH"),
+            "{format:?}: {error}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,13 +165,16 @@ async fn a_connection_cut_mid_stream_is_an_error_not_a_hang() {
             .await
             .expect("no hang");
         let error = provider_error(result);
-        assert!(
-            matches!(
-                error,
-                ProviderError::Connection { .. } | ProviderError::Protocol { .. }
+        match &error {
+            ProviderError::Disconnected { .. } => assert!(
+                error
+                    .to_string()
+                    .contains("broke in the middle of the answer"),
+                "{error}"
             ),
-            "{format:?}: {error}"
-        );
+            ProviderError::Protocol { .. } => {}
+            other => panic!("{format:?}: {other}"),
+        }
     }
 }
 
@@ -146,7 +189,14 @@ async fn malformed_events_are_a_protocol_error() {
     .await;
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(matches!(error, ProviderError::Protocol { .. }), "{error}");
-    assert!(error.to_string().contains("not JSON"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("a stream event is not JSON: {\"choices\": [this is not json"),
+        "{error}"
+    );
+    let cause = std::error::Error::source(&error).expect("the JSON error is the cause");
+    assert!(cause.to_string().contains("at line 1 column"), "{cause}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +205,7 @@ async fn a_stream_that_stalls_times_out() {
         turn: Box::new(text("slow words")),
         pause: Duration::from_secs(30),
     };
-    let model = toolhost_tests::model::ScriptedModel::start(Format::Anthropic, vec![stalled]).await;
+    let model = ScriptedModel::start(Format::Anthropic, vec![stalled]).await;
     let options = toolhost::llm::HttpOptions {
         idle_timeout: Duration::from_millis(300),
         ..super::http_options()
@@ -171,21 +221,65 @@ async fn a_stream_that_stalls_times_out() {
     )
     .await
     .expect("the idle timeout fires first");
-    assert!(matches!(
-        provider_error(result),
-        ProviderError::Timeout { .. }
-    ));
+    let error = provider_error(result);
+    assert!(
+        matches!(error, ProviderError::Timeout { stalled: true, .. }),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains(
+            "sent nothing for 300ms in the middle of a streamed answer; if the model \
+                       needs longer, raise `timeout` in the manifest's [model] section"
+        ),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_body_that_is_not_the_format_is_a_protocol_error() {
-    let turns = vec![Turn::Raw {
-        content_type: "application/json".into(),
-        body: b"{\"unexpected\": true}".to_vec(),
-    }];
-    let (_model, agent) = scripted(Format::OpenAi, false, turns, AgentOptions::default()).await;
-    let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
-    assert!(error.to_string().contains("no choices"), "{error}");
+async fn a_body_that_is_not_the_format_is_a_protocol_error_naming_the_field() {
+    let no_name = json!({
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"arguments": "{}"}}],
+        }}],
+    });
+    let no_block_name = json!({
+        "type": "message", "role": "assistant", "stop_reason": "tool_use",
+        "content": [{"type": "tool_use", "id": "t1", "input": {}}],
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    });
+    let cases = [
+        (
+            Format::OpenAi,
+            json!({"unexpected": true}),
+            "choices is missing",
+        ),
+        (
+            Format::OpenAi,
+            no_name,
+            "choices[0].message.tool_calls[0].function.name is missing",
+        ),
+        (
+            Format::Anthropic,
+            no_block_name,
+            "content[0].name is missing",
+        ),
+    ];
+    for (format, body, expected) in cases {
+        let turns = vec![Turn::Raw {
+            content_type: "application/json".into(),
+            body: body.to_string().into_bytes(),
+        }];
+        let (_model, agent) = scripted(format, false, turns, AgentOptions::default()).await;
+        let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
+        assert!(matches!(error, ProviderError::Protocol { .. }), "{error}");
+        assert!(
+            error
+                .to_string()
+                .ends_with(&format!("sent an answer toolhost cannot read: {expected}")),
+            "{format:?}: {error}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +298,15 @@ async fn an_unreachable_server_is_a_connection_error() {
     );
     let error = provider_error(ask(&agent, "hi", &RunOptions::default()).await.0);
     assert!(matches!(error, ProviderError::Connection { .. }), "{error}");
-    assert!(error.to_string().contains("cannot reach"), "{error}");
+    assert_eq!(
+        error.to_string(),
+        format!("cannot reach {url}: check `base_url` and that the server is up")
+    );
+    let cause = std::error::Error::source(&error).expect("the HTTP client's error is the cause");
+    assert!(
+        cause.to_string().contains("error sending request"),
+        "{cause}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,9 +317,10 @@ async fn invalid_json_arguments_from_a_stream_are_reported_to_the_model() {
     ];
     let (model, agent) = scripted(Format::OpenAi, true, turns, AgentOptions::default()).await;
     let result = ask(&agent, "2*3", &RunOptions::default()).await.0.unwrap();
+    assert!(result.executions.is_empty());
     assert_eq!(
-        result.executions[0].error_kind(),
-        Some(ErrorKind::InvalidArguments)
+        result.invalid_calls[0].problem,
+        toolhost::agent::InvalidProblem::ArgumentsNotJson
     );
     let second = &model.bodies()[1];
     assert_eq!(

@@ -84,3 +84,88 @@ async fn a_return_direct_tool_of_the_manifest_ends_the_run() {
     assert_eq!(result.text, "4.0");
     assert_eq!(model.bodies().len(), 1, "no second model request");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_manifests_approval_error_stop_and_audit_settings_apply() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("c1", "multiply", r#"{"a": 6, "b": 7}"#)]),
+            calls(vec![call("c2", "add", r#"{"a": 1, "b": 1}"#)]),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \"openai\"\n\
+             base_url = {:?}\nstop_at = [\"multiply\"]\nmax_parallel_calls = 2\n\n\
+             [tools.add]\napproval = \"always\"\n\n\
+             [tools.square_root]\non_error = \"fail_run\"\napproval = \"never\"\n\n\
+             [approval]\nask_for = [\"unsandboxed\", \"write-dir\"]\n\n\
+             [audit]\npath = \"logs.jsonl\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let host = Host::builder()
+        .runtime(runtime())
+        .manifest(&manifest)
+        .build()
+        .await
+        .unwrap();
+    let options = host.agent_options();
+    assert!(options.stop_at.contains("multiply"));
+    assert_eq!(options.max_parallel_calls.map(|n| n.get()), Some(2));
+    assert!(options.fail_run.contains("square_root"));
+    assert_eq!(
+        options.approval.tools.get("add"),
+        Some(&toolhost::agent::ApprovalMode::Always)
+    );
+    assert_eq!(options.approval.ask_for.len(), 2);
+    let audit = dir.path().join("logs.jsonl");
+    assert_eq!(host.audit_log().unwrap().path(), audit);
+
+    // multiply is a stop_at tool: its result is the answer.
+    let result = host.run("6*7").await.unwrap();
+    assert_eq!(
+        (result.text.as_str(), result.end),
+        ("42.0", RunEnd::ReturnDirect)
+    );
+    // add needs approval, and Host::run has no one to ask.
+    let error = host.run("1+1").await.unwrap_err();
+    assert!(
+        matches!(error, toolhost::agent::AgentError::ApprovalNeeded { ref tool } if tool == "add"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("Host::agent"), "{error}");
+    let lines = std::fs::read_to_string(&audit).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_at_tool_that_is_not_loaded_is_an_error_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nstop_at = [\"divide\"]\n"
+        ),
+    )
+    .unwrap();
+    let error = Host::builder()
+        .runtime(runtime())
+        .manifest(&manifest)
+        .build()
+        .await
+        .err()
+        .unwrap();
+    let text = error.to_string();
+    assert!(
+        text.contains("stop_at names `divide`") && text.contains("square_root"),
+        "{text}"
+    );
+}

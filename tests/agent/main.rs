@@ -4,11 +4,17 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
+mod approval;
+mod approve_cli;
+mod audit;
 mod captured;
 mod cli;
+mod eval;
 mod faults;
+mod guards;
 mod host;
 mod local;
+mod policies;
 mod readme;
 mod rules;
 mod wire;
@@ -106,4 +112,78 @@ pub async fn ask(
     };
     let result = agent.run(&mut conversation, options, &mut events).await;
     (result, streamed)
+}
+
+/// What a request body sent to a scripted model carried, read the way its format writes it.
+pub mod sent {
+    use serde_json::Value;
+    use toolhost_tests::model::Format;
+
+    /// The names of the tools offered (empty when none were).
+    pub fn tools(format: Format, body: &Value) -> Vec<String> {
+        let Some(tools) = body.get("tools").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        tools
+            .iter()
+            .map(|tool| {
+                let name = match format {
+                    Format::OpenAi => &tool["function"]["name"],
+                    Format::Anthropic => &tool["name"],
+                };
+                name.as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+
+    /// The tool choice sent, in a form common to both formats: `auto`, `none`, `required`,
+    /// the name of a forced tool, or `absent`.
+    pub fn tool_choice(format: Format, body: &Value) -> String {
+        let Some(choice) = body.get("tool_choice") else {
+            return "absent".into();
+        };
+        match format {
+            Format::OpenAi => match choice {
+                Value::String(choice) => choice.clone(),
+                forced => forced["function"]["name"].as_str().unwrap().to_owned(),
+            },
+            Format::Anthropic => match choice["type"].as_str().unwrap() {
+                "any" => "required".into(),
+                "tool" => choice["name"].as_str().unwrap().to_owned(),
+                other => other.to_owned(),
+            },
+        }
+    }
+
+    /// Every tool result in the request: (call id, content, is_error).
+    pub fn results(format: Format, body: &Value) -> Vec<(String, String, bool)> {
+        let messages = body["messages"].as_array().unwrap();
+        match format {
+            Format::OpenAi => messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| {
+                    let content = m["content"].as_str().unwrap().to_owned();
+                    (
+                        m["tool_call_id"].as_str().unwrap().to_owned(),
+                        content,
+                        false,
+                    )
+                })
+                .collect(),
+            Format::Anthropic => messages
+                .iter()
+                .filter_map(|m| m["content"].as_array())
+                .flatten()
+                .filter(|block| block["type"] == "tool_result")
+                .map(|block| {
+                    (
+                        block["tool_use_id"].as_str().unwrap().to_owned(),
+                        block["content"].as_str().unwrap().to_owned(),
+                        block["is_error"] == true,
+                    )
+                })
+                .collect(),
+        }
+    }
 }

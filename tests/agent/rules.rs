@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost::ErrorKind;
 use toolhost::agent::{
-    AgentError, AgentEvent, AgentOptions, Conversation, RunEnd, RunOptions, Step, ToolSelection,
-    UnknownTool,
+    AgentError, AgentEvent, AgentOptions, Conversation, InvalidProblem, RunEnd, RunOptions, Step,
+    ToolSelection, UnknownTool,
 };
 use toolhost::llm::Message;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
@@ -74,15 +74,17 @@ async fn bad_arguments_go_back_to_the_model_and_the_run_goes_on() {
     let (result, _) = ask(&agent, "1+2", &RunOptions::default()).await;
     let result = result.unwrap();
     assert_eq!(result.text, "3");
-    let kinds: Vec<Option<ErrorKind>> = result.executions.iter().map(|e| e.error_kind()).collect();
+    // Arguments that are not JSON are an invalid call, recorded apart; arguments that are
+    // JSON but do not fit the schema are the tool's to refuse.
+    assert_eq!(result.invalid_calls.len(), 1);
+    assert_eq!(result.invalid_calls[0].call_id, "broken");
     assert_eq!(
-        kinds,
-        [
-            Some(ErrorKind::InvalidArguments),
-            Some(ErrorKind::InvalidArguments),
-            None
-        ]
+        result.invalid_calls[0].problem,
+        InvalidProblem::ArgumentsNotJson
     );
+    assert_eq!(result.invalid_calls[0].arguments, r#"{"a": 1, "b":"#);
+    let kinds: Vec<Option<ErrorKind>> = result.executions.iter().map(|e| e.error_kind()).collect();
+    assert_eq!(kinds, [Some(ErrorKind::InvalidArguments), None]);
 
     let second = &model.bodies()[1];
     let sent = tool_messages(second);
@@ -168,10 +170,9 @@ async fn unknown_tools_are_reported_with_the_available_ones_or_end_the_run() {
     let (model, agent) = scripted(Format::OpenAi, false, turns, AgentOptions::default()).await;
     let (result, _) = ask(&agent, "1/2", &RunOptions::default()).await;
     let result = result.unwrap();
-    assert_eq!(
-        result.executions[0].error_kind(),
-        Some(ErrorKind::UnknownTool)
-    );
+    assert!(result.executions.is_empty(), "nothing ran");
+    assert_eq!(result.invalid_calls[0].name, "divide");
+    assert_eq!(result.invalid_calls[0].problem, InvalidProblem::NotOffered);
     let sent = &tool_messages(&model.bodies()[1])[0];
     assert!(
         sent.contains("there is no tool `divide`") && sent.contains("square_root"),
@@ -197,7 +198,13 @@ async fn unknown_tools_are_reported_with_the_available_ones_or_end_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_round_limit_ends_a_run_that_never_answers() {
     let turns: Vec<Turn> = (0..20)
-        .map(|i| calls(vec![call(&format!("c{i}"), "count", "{}")]))
+        .map(|i| {
+            calls(vec![call(
+                &format!("c{i}"),
+                "add",
+                &format!(r#"{{"a": {i}, "b": 1}}"#),
+            )])
+        })
         .collect();
     let options = AgentOptions {
         max_rounds: 4,
@@ -209,9 +216,9 @@ async fn the_round_limit_ends_a_run_that_never_answers() {
         .0
         .unwrap_err();
     match &error {
-        AgentError::RoundLimit { limit, executions } => {
+        AgentError::RoundLimit { limit, record } => {
             assert_eq!(*limit, 4);
-            assert_eq!(executions.len(), 4);
+            assert_eq!(record.executions.len(), 4);
         }
         other => panic!("expected the round limit, got {other}"),
     }
@@ -270,7 +277,8 @@ async fn a_call_cut_off_by_the_token_limit_is_never_sent_back() {
             matches!(
                 error,
                 AgentError::Truncated {
-                    max_tokens: Some(8)
+                    max_tokens: Some(8),
+                    ..
                 }
             ),
             "{error}"
@@ -287,7 +295,7 @@ async fn a_call_cut_off_by_the_token_limit_is_never_sent_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_return_direct_tool_answers_the_run() {
     let options = AgentOptions {
-        return_direct: BTreeSet::from(["square_root".to_owned()]),
+        stop_at: BTreeSet::from(["square_root".to_owned()]),
         ..AgentOptions::default()
     };
     let turns = vec![
@@ -305,7 +313,7 @@ async fn a_return_direct_tool_answers_the_run() {
 
     // When the tool fails, the model gets the error as usual.
     let options = AgentOptions {
-        return_direct: BTreeSet::from(["square_root".to_owned()]),
+        stop_at: BTreeSet::from(["square_root".to_owned()]),
         ..AgentOptions::default()
     };
     let turns = vec![
@@ -345,9 +353,8 @@ async fn each_request_offers_the_selected_tools() {
     let (model, agent) = scripted(Format::OpenAi, false, turns, AgentOptions::default()).await;
     let result = ask(&agent, "add", &only).await.0.unwrap();
     assert_eq!(offered(&model.bodies()[0]), ["add", "multiply"]);
-    assert_eq!(
-        result.executions[0].error_kind(),
-        Some(ErrorKind::UnknownTool),
+    assert!(
+        result.executions.is_empty() && result.invalid_calls[0].name == "square_root",
         "a loaded tool that was not offered is not run"
     );
 
@@ -454,6 +461,7 @@ async fn events_report_text_and_tool_activity() {
             AgentEvent::ToolFinished { execution } => {
                 format!("done {} {}", execution.name, execution.output)
             }
+            other => format!("other {other:?}"),
         });
     };
     let result = agent

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use toolhost::agent::{AgentOptions, RunEnd, RunOptions};
+use toolhost::agent::{AgentOptions, Conversation, RunEnd, RunOptions};
 use toolhost::llm::ToolChoice;
 use toolhost_tests::model::{Call, Format, call, calls, text};
 
@@ -294,5 +294,59 @@ async fn the_system_prompt_leads_in_each_format() {
                 assert_eq!(model.requests()[0].header("x-api-key"), Some("test-key"));
             }
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_counts_are_read_in_every_format_and_mode() {
+    for (format, stream) in MODES {
+        let turns = vec![
+            calls(vec![call("c1", "add", r#"{"a": 1, "b": 2}"#)]),
+            text("3"),
+        ];
+        let (model, agent) = scripted(format, stream, turns, AgentOptions::default()).await;
+        let result = ask(&agent, "1+2?", &RunOptions::default()).await.0.unwrap();
+        // The scripted model counts 20 tokens in and 10 out for every answer.
+        assert_eq!(
+            (result.usage.input_tokens, result.usage.output_tokens),
+            (40, 20),
+            "{format:?} stream={stream}"
+        );
+        let asked = &model.bodies()[0]["stream_options"];
+        if stream && format == Format::OpenAi {
+            assert_eq!(asked, &json!({"include_usage": true}));
+        } else {
+            assert!(asked.is_null(), "{format:?} stream={stream}: {asked}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_answer_is_never_sent_back_as_an_empty_turn() {
+    for stream in [false, true] {
+        let turns = vec![text(""), text("Yes.")];
+        let (model, agent) =
+            scripted(Format::Anthropic, stream, turns, AgentOptions::default()).await;
+        let mut conversation = Conversation::new();
+        conversation.push_user("hi");
+        let first = agent
+            .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(first.text, "");
+        conversation.push_user("are you there?");
+        let second = agent
+            .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(second.text, "Yes.");
+        assert_eq!(
+            model.bodies()[1]["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "text", "text": "are you there?"},
+            ]}]),
+            "stream={stream}: the empty turn is left out, not sent as `content: []`"
+        );
     }
 }

@@ -8,9 +8,10 @@
 //! 1. describe: valid names, descriptions, and object schemas whose properties are described;
 //! 2. arguments that are not JSON, that miss a required field, or that have a field of the
 //!    wrong type come back as invalid-arguments from the component itself (the host's own
-//!    schema check is bypassed);
+//!    schema check is bypassed), with a message that says what to send instead;
 //! 3. its `ok` calls succeed (with the grants of its `conformance.toml`);
-//! 4. its `fails` calls come back as a typed tool failure;
+//! 4. its `fails` calls come back as a typed tool failure, and its `invalid` calls as
+//!    invalid-arguments whose message contains the case's `expect` and says what to send;
 //! 5. its `denied` calls, run with nothing granted, are refused, or, for a capability the
 //!    tool can do without (one with an `expect`), succeed with a result that shows it was
 //!    absent; a component whose tools request capabilities must have at least one.
@@ -50,13 +51,22 @@ fn wrong_type(schema: &Value) -> Value {
     }
 }
 
+/// What every invalid-arguments message must say: what to send instead.
+const SEND: &str = "send ";
+
 fn invalid_arguments(
     result: Result<toolhost::ToolOutput, CallError>,
     what: &str,
     problems: &mut Vec<String>,
 ) {
     match result {
-        Err(CallError::InvalidArguments { .. }) => {}
+        Err(CallError::InvalidArguments { message, .. }) => {
+            if !message.to_lowercase().contains(SEND) {
+                problems.push(format!(
+                    "{what}: the message {message:?} does not say what to {SEND}instead"
+                ));
+            }
+        }
         Ok(output) => problems.push(format!("{what}: succeeded with {:?}", output.text)),
         Err(other) => problems.push(format!(
             "{what}: expected invalid-arguments, got {} ({other})",
@@ -197,6 +207,20 @@ async fn check(subject: &Subject) -> Vec<String> {
                 case.tool, case.arguments
             )),
         }
+    }
+
+    for case in &cases.invalid {
+        let what = format!("{} {}", case.tool, case.arguments);
+        let result = granted
+            .call(&case.tool, &case.arguments.to_string(), &context())
+            .await;
+        if let (Err(CallError::InvalidArguments { message, .. }), Some(expected)) =
+            (&result, &case.expect)
+            && !message.contains(expected.as_str())
+        {
+            problems.push(format!("{what}: {message:?} does not contain {expected:?}"));
+        }
+        invalid_arguments(result, &what, &mut problems);
     }
 
     // 5. refused without grants

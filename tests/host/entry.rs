@@ -43,7 +43,7 @@ async fn the_manifests_loop_settings_reach_the_agent_options() {
     assert_eq!(options.max_tokens, Some(77));
     assert_eq!(options.max_rounds, 3);
     assert_eq!(options.system.as_deref(), Some("Be brief."));
-    assert!(options.return_direct.contains("square_root"));
+    assert!(options.stop_at.contains("square_root"));
     assert_eq!(
         host.model_config().base_url.as_deref(),
         Some("http://127.0.0.1:9/v1")

@@ -25,6 +25,10 @@ pub struct Cases {
     /// Calls that must be refused with nothing granted.
     #[serde(default)]
     pub denied: Vec<Case>,
+    /// Calls the tool must refuse as invalid arguments (with the grants above), its message
+    /// containing `expect`.
+    #[serde(default)]
+    pub invalid: Vec<Case>,
 }
 
 /// One call.

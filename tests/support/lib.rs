@@ -2,8 +2,10 @@
 //! a runtime, and a real HTTP server on 127.0.0.1.
 
 pub mod conformance;
+pub mod eval;
 pub mod mcp;
 pub mod model;
+pub mod peers;
 pub mod server;
 pub mod snapshot;
 

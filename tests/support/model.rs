@@ -53,6 +53,14 @@ pub enum Turn {
     },
     /// The token limit hit in the middle of a tool call: finish reason `length`.
     CutOffCall(Call),
+    /// Text and calls, the token limit hit in the middle of the last one: finish reason
+    /// `length`.
+    CutOffAfter {
+        /// Text ahead of the calls.
+        text: String,
+        /// The calls, the last one cut off.
+        calls: Vec<Call>,
+    },
     /// An error status with a body in the format's error shape, and optional headers.
     Error {
         /// The status.
@@ -118,10 +126,14 @@ impl ScriptedModel {
             if request.method != "POST" || request.path != expected {
                 return Reply::text(404, "not found");
             }
-            let stream = request.json()["stream"].as_bool().unwrap_or(false);
+            let body = request.json();
+            let stream = body["stream"].as_bool().unwrap_or(false);
+            let usage = body["stream_options"]["include_usage"]
+                .as_bool()
+                .unwrap_or(false);
             let turn = script.lock().expect("not poisoned").next();
             match turn {
-                Some(turn) => render(format, &turn, stream),
+                Some(turn) => render(format, &turn, stream, usage),
                 None => error_reply(format, 500, "the script has no more turns", &[]),
             }
         })
@@ -150,7 +162,9 @@ impl ScriptedModel {
 
 const CREATED: u64 = 1_763_779_200;
 
-fn render(format: Format, turn: &Turn, stream: bool) -> Reply {
+/// The reply to a request for `turn`: streamed if `stream`, and then (OpenAI) with a last
+/// chunk of token counts if `usage` (the request's `stream_options.include_usage`).
+fn render(format: Format, turn: &Turn, stream: bool, usage: bool) -> Reply {
     match turn {
         Turn::Error {
             status,
@@ -167,18 +181,18 @@ fn render(format: Format, turn: &Turn, stream: bool) -> Reply {
             false,
         ),
         Turn::Stall { turn, pause } => {
-            let mut reply = sse_reply(events_of(format, turn), false);
+            let mut reply = sse_reply(events_of(format, turn, usage), false);
             if let ReplyBody::Chunks { pause: p, .. } = &mut reply.body {
                 *p = *pause;
             }
             reply
         }
         Turn::CutConnection { turn, events } => {
-            let mut chunks = events_of(format, turn);
+            let mut chunks = events_of(format, turn, usage);
             chunks.truncate(*events);
             sse_reply(chunks, true)
         }
-        _ if stream => sse_reply(events_of(format, turn), false),
+        _ if stream => sse_reply(events_of(format, turn, usage), false),
         _ => Reply::json(200, &whole(format, turn)),
     }
 }
@@ -218,6 +232,7 @@ fn parts(turn: &Turn) -> (&str, Vec<Call>, &'static str) {
         Turn::Text(text) => (text, Vec::new(), "stop"),
         Turn::Calls { text, calls } => (text, calls.clone(), "tool_calls"),
         Turn::CutOffCall(call) => ("", vec![call.clone()], "length"),
+        Turn::CutOffAfter { text, calls } => (text, calls.clone(), "length"),
         _ => ("", Vec::new(), "stop"),
     }
 }
@@ -287,22 +302,28 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
 }
 
 /// The events of a streamed turn, each its own chunk on the wire.
-fn events_of(format: Format, turn: &Turn) -> Vec<Vec<u8>> {
+fn events_of(format: Format, turn: &Turn, usage: bool) -> Vec<Vec<u8>> {
     let (text, calls, finish) = parts(turn);
     match format {
-        Format::OpenAi => openai_events(text, &calls, finish),
+        Format::OpenAi => openai_events(text, &calls, finish, usage),
         Format::Anthropic => anthropic_events(text, &calls, finish),
     }
 }
 
-fn openai_events(text: &str, calls: &[Call], finish: &str) -> Vec<Vec<u8>> {
+/// OpenAI's chunks. Asked for usage, every chunk has `"usage": null` and a last one, with
+/// no choices, has the counts.
+fn openai_events(text: &str, calls: &[Call], finish: &str, usage: bool) -> Vec<Vec<u8>> {
+    let frame = |value: Value| format!("data: {value}\n\n").into_bytes();
     let chunk = |delta: Value, finish: Value| {
-        let value = json!({
+        let mut value = json!({
             "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": CREATED,
             "model": "scripted", "system_fingerprint": "fp_scripted",
             "choices": [{ "index": 0, "delta": delta, "logprobs": null, "finish_reason": finish }],
         });
-        format!("data: {value}\n\n").into_bytes()
+        if usage {
+            value["usage"] = Value::Null;
+        }
+        frame(value)
     };
     let mut events = vec![chunk(
         json!({ "role": "assistant", "content": "", "refusal": null }),
@@ -326,6 +347,20 @@ fn openai_events(text: &str, calls: &[Call], finish: &str) -> Vec<Vec<u8>> {
         }
     }
     events.push(chunk(json!({}), json!(finish)));
+    if usage {
+        events.push(frame(json!({
+            "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": CREATED,
+            "model": "scripted", "system_fingerprint": "fp_scripted", "choices": [],
+            "usage": {
+                "prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30,
+                "prompt_tokens_details": { "cached_tokens": 0, "audio_tokens": 0 },
+                "completion_tokens_details": {
+                    "reasoning_tokens": 0, "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
+                },
+            },
+        })));
+    }
     events.push(b"data: [DONE]\n\n".to_vec());
     events
 }

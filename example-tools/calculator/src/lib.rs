@@ -41,8 +41,10 @@ fn multiply(pair: Pair) -> Result<f64, ToolError> {
 fn square_root(args: SquareRoot) -> Result<f64, ToolError> {
     if args.x < 0.0 {
         return Err(ToolError::invalid_arguments(format!(
-            "x is {}; the square root of a negative number is not a real number",
-            args.x
+            "x is {}; the square root of a negative number is not a real number: send a number \
+             of 0 or more, such as {{\"x\": {}}} for the square root of its size",
+            args.x,
+            -args.x
         )));
     }
     Ok(args.x.sqrt())
@@ -53,15 +55,20 @@ struct Calculator;
 impl Toolbox for Calculator {
     fn tools() -> Vec<Tool> {
         vec![
-            Tool::new("add", "Adds two numbers and returns the sum.", add),
+            Tool::new(
+                "add",
+                "Adds two numbers (a + b, a plus b) and returns the sum.",
+                add,
+            ),
             Tool::new(
                 "multiply",
-                "Multiplies two numbers and returns the product.",
+                "Multiplies two numbers (a × b, a times b) and returns the product.",
                 multiply,
             ),
             Tool::new(
                 "square_root",
-                "Computes the square root of a number. Use it whenever a square root is asked for.",
+                "Computes the square root (sqrt, √) of a number. Use it whenever a square root is \
+                 asked for.",
                 square_root,
             ),
         ]

@@ -1,4 +1,14 @@
-//! The current date and time, in any time zone.
+//! The current date and time, in a time zone, a city or a country.
+//!
+//! Whatever names a place is accepted, from the tz database the tool carries: an IANA name
+//! ("Asia/Tokyo", any case), a city that names a zone ("Tokyo", "new york", "São Paulo"), a
+//! country ("Japan", "USA", "Brazil"), or an offset ("UTC+5:30"). Cities come from the zone
+//! names of jiff's bundled database; countries from the database's zone.tab and
+//! iso3166.tab (tzdata 2025b, public domain, in this directory). A country whose zones differ
+//! gets its capital's zone, and the result says so. Anything else is refused with what to
+//! send instead, and the nearest names when there are some.
+
+mod places;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -9,8 +19,9 @@ use toolhost_sdk::{Capability, Tool, ToolError, Toolbox};
 /// Which time zone to tell the time in.
 #[derive(Deserialize, JsonSchema)]
 struct CurrentTime {
-    /// An IANA time zone such as "Europe/Paris" or "America/New_York". When absent: the
-    /// `TZ` environment variable if the tool was granted it, else UTC.
+    /// Where: an IANA time zone such as "Europe/Paris", a city such as "Tokyo", or a country
+    /// such as "Japan". When absent: the `TZ` environment variable if the tool was granted
+    /// it, else UTC.
     #[serde(default)]
     time_zone: Option<String>,
 }
@@ -18,7 +29,7 @@ struct CurrentTime {
 /// The current date and time.
 #[derive(Serialize, JsonSchema)]
 struct Now {
-    /// The time zone used.
+    /// The time zone used (its IANA name).
     time_zone: String,
     /// The date, YYYY-MM-DD.
     date: String,
@@ -30,27 +41,33 @@ struct Now {
     utc_offset: String,
     /// Date, time and offset in RFC 3339 form.
     rfc3339: String,
+    /// How the place asked for was read, when it was not a time zone's name, such as
+    /// "Brazil has several time zones; this is the capital's".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 fn current_time(args: CurrentTime) -> Result<Now, ToolError> {
-    let name = match args.time_zone {
-        Some(name) => name,
-        None => std::env::var("TZ").unwrap_or_else(|_| "UTC".to_owned()),
+    let asked = match args.time_zone {
+        Some(name) if !name.trim().is_empty() => name,
+        _ => std::env::var("TZ").unwrap_or_else(|_| "UTC".to_owned()),
     };
-    let zone = TimeZone::get(&name).map_err(|_| {
-        ToolError::invalid_arguments(format!(
-            "`{name}` is not a known time zone; use an IANA name such as \"Europe/Paris\""
-        ))
-    })?;
-    let now = Timestamp::now().to_zoned(zone);
+    let place = places::resolve(&asked).map_err(ToolError::invalid_arguments)?;
+    let now = Timestamp::now().to_zoned(place.zone.clone());
     Ok(Now {
-        time_zone: name,
+        time_zone: place.name,
         date: now.strftime("%Y-%m-%d").to_string(),
         time: now.strftime("%H:%M:%S").to_string(),
         weekday: now.strftime("%A").to_string(),
         utc_offset: now.strftime("%:z").to_string(),
         rfc3339: now.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
+        note: place.note,
     })
+}
+
+/// The name a time zone is shown under.
+fn zone_name(zone: &TimeZone, fallback: &str) -> String {
+    zone.iana_name().unwrap_or(fallback).to_owned()
 }
 
 struct Clock;
@@ -60,7 +77,8 @@ impl Toolbox for Clock {
         vec![
             Tool::new(
                 "current_time",
-                "Tells the current date, time and weekday, in a given time zone or the default one.",
+                "Tells the current date, time and day of the week in a city, a country or a \
+                 time zone (or the default one).",
                 current_time,
             )
             .requests(

@@ -114,9 +114,11 @@ fn write_note(args: WriteNote) -> Result<Written, ToolError> {
         .collect::<Vec<_>>()
         .join("-");
     if slug.is_empty() {
-        return Err(ToolError::invalid_arguments(
-            "the title needs at least one letter or digit",
-        ));
+        return Err(ToolError::invalid_arguments(format!(
+            "the title {:?} needs at least one letter or digit (it names the file); send a \
+             short title such as {{\"title\": \"groceries\", \"text\": ...}}",
+            args.title
+        )));
     }
     let path = Path::new(NOTES_DIR).join(format!("{slug}.md"));
     let text = format!("# {}\n\n{}\n", args.title.trim(), args.text);
@@ -134,13 +136,15 @@ impl Toolbox for Files {
         vec![
             Tool::new(
                 "list_files",
-                "Lists the files and directories in a directory (for example /data).",
+                "Lists the files and directories in a directory (for example /data), with their \
+                 sizes: what is in it.",
                 list_files,
             )
             .requests(Capability::ReadDir("/data".into()), "the files to list and read"),
             Tool::new(
                 "read_file",
-                "Reads a small text file (for example /data/report.txt) and returns its text.",
+                "Reads a small text file (for example /data/report.txt) and returns its text: \
+                 what it says, its contents.",
                 read_file,
             )
             .requests(Capability::ReadDir("/data".into()), "the files to list and read"),

@@ -70,7 +70,9 @@ struct Text {
 fn current_weather(args: CurrentWeather) -> Result<Weather, ToolError> {
     let city = args.city.trim();
     if city.is_empty() {
-        return Err(ToolError::invalid_arguments("city is empty"));
+        return Err(ToolError::invalid_arguments(
+            "`city` is empty; send the name of a city, such as {\"city\": \"Paris\"}",
+        ));
     }
     let base = std::env::var("WEATHER_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE_URL.to_owned());
     let url = format!("{}/{}?format=j1", base.trim_end_matches('/'), encode(city));
@@ -130,7 +132,8 @@ impl Toolbox for WeatherTools {
         vec![
             Tool::new(
                 "current_weather",
-                "Gets the current weather (temperature, sky, humidity, wind) for a city.",
+                "Gets the current weather in a city: temperature (how hot or cold it is), sky \
+                 (sunny, cloudy, rain, snow), humidity and wind.",
                 current_weather,
             )
             .requests(Capability::Http("wttr.in".into()), "fetches the weather")

@@ -1,9 +1,12 @@
 //! How the loop runs, as a manifest or a command line says it: every setting optional, over
 //! the defaults, and resolved into [`AgentOptions`] for the model at hand.
 
-use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::num::NonZeroUsize;
 
-use super::AgentOptions;
+use serde::{Deserialize, Serialize};
+
+use super::{AgentOptions, ToolLimit};
 use crate::llm::ProviderKind;
 
 /// The loop's settings as written in a manifest's `[model]` section or given on a command
@@ -23,12 +26,33 @@ pub struct AgentConfig {
     pub system: Option<String>,
     /// Whether to stream answers (default true).
     pub stream: Option<bool>,
+    /// Tools whose successful call ends the run, with its result as the answer.
+    pub stop_at: Option<BTreeSet<String>>,
+    /// The most calls of one model turn that run at once (default: all of them).
+    pub max_parallel_calls: Option<NonZeroUsize>,
+    /// How many tools a request offers: `"all"`, or the best `k` for the conversation. The
+    /// local model defaults to 3 (it picks the right tool among a few, not among twenty);
+    /// other models to all.
+    pub tools: Option<ToolLimit>,
+}
+
+/// What a tool's failure does to the run (a manifest's `on_error` under `[tools.NAME]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// The model gets the error as the call's result, and the run goes on.
+    #[default]
+    ToModel,
+    /// The run ends with the error.
+    FailRun,
 }
 
 /// The local model's temperature when none is set.
 const LOCAL_TEMPERATURE: f32 = 0.0;
 /// The local model's token limit per turn when none is set.
 const LOCAL_MAX_TOKENS: u32 = 1024;
+/// How many tools a request offers the local model when nothing says otherwise.
+pub const LOCAL_TOOL_LIMIT: ToolLimit = ToolLimit::Top(3);
 
 impl AgentConfig {
     /// `self` with every setting `over` sets replacing its own.
@@ -36,7 +60,16 @@ impl AgentConfig {
         macro_rules! take {
             ($($field:ident),*) => { $( if over.$field.is_some() { self.$field = over.$field; } )* };
         }
-        take!(temperature, max_tokens, max_rounds, system, stream);
+        take!(
+            temperature,
+            max_tokens,
+            max_rounds,
+            system,
+            stream,
+            stop_at,
+            max_parallel_calls,
+            tools
+        );
         self
     }
 
@@ -50,6 +83,13 @@ impl AgentConfig {
             temperature: self.temperature.or(local.then_some(LOCAL_TEMPERATURE)),
             max_tokens: self.max_tokens.or(local.then_some(LOCAL_MAX_TOKENS)),
             stream: self.stream.unwrap_or(defaults.stream),
+            stop_at: self.stop_at.clone().unwrap_or_default(),
+            max_parallel_calls: self.max_parallel_calls,
+            tool_limit: self.tools.unwrap_or(if local {
+                LOCAL_TOOL_LIMIT
+            } else {
+                defaults.tool_limit
+            }),
             ..defaults
         }
     }
@@ -64,16 +104,20 @@ mod tests {
         let local = AgentConfig::default().options(ProviderKind::Local);
         assert_eq!(local.temperature, Some(0.0));
         assert_eq!(local.max_tokens, Some(1024));
+        assert_eq!(local.tool_limit, LOCAL_TOOL_LIMIT);
         let remote = AgentConfig::default().options(ProviderKind::OpenAi);
         assert_eq!(remote.temperature, None, "the server's default");
         assert_eq!(remote.max_tokens, None);
+        assert_eq!(remote.tool_limit, ToolLimit::All);
         let set = AgentConfig {
             temperature: Some(0.7),
             max_tokens: Some(50),
+            tools: Some(ToolLimit::All),
             ..AgentConfig::default()
         }
         .options(ProviderKind::Local);
         assert_eq!((set.temperature, set.max_tokens), (Some(0.7), Some(50)));
+        assert_eq!(set.tool_limit, ToolLimit::All);
     }
 
     #[test]

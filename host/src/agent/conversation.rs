@@ -1,18 +1,88 @@
-//! A conversation: its messages, and the bookkeeping that keeps tool calls and results paired.
+//! A conversation: its messages, the bookkeeping that keeps tool calls and results paired,
+//! a run paused for approval, and the versioned JSON form that saves all of it.
 
 use std::collections::HashSet;
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ToolImage;
 use crate::llm::{Message, ToolCall};
 
 use super::AgentError;
+use super::approval::{Decision, PendingCall};
+use super::state::RunState;
+
+/// The format version of a saved conversation (and the run state in it). A file of another
+/// version is refused with [`FormatError::Version`], never read as something else.
+pub const FORMAT_VERSION: u64 = 1;
 
 /// The messages of a run (or of a chat across runs), with the rules that keep them valid for
 /// every provider: each tool call has a unique id, and gets exactly one result before the
-/// next request.
+/// next request. A run paused for approval keeps its [`RunState`] here until it resumes.
+///
+/// It serializes to JSON with a format version ([`FORMAT_VERSION`]); [`Conversation::from_json`]
+/// reads it back, paused run included, in this process or another.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Conversation {
     messages: Vec<Message>,
     next_id: usize,
+    run: Option<RunState>,
+}
+
+/// Why a saved conversation could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// It is not JSON at all.
+    #[error("it is not JSON (damaged, or not a saved conversation)")]
+    NotJson(#[source] serde_json::Error),
+    /// It has no format version.
+    #[error("it has no format version, so it is not a saved toolhost conversation")]
+    NoVersion,
+    /// It has another format version.
+    #[error(
+        "it has format version {found}, and this toolhost reads version {FORMAT_VERSION} only \
+         (it was written by {} toolhost)",
+        if *found > FORMAT_VERSION { "a newer" } else { "an older" }
+    )]
+    Version {
+        /// The version found.
+        found: u64,
+    },
+    /// It has the right version but does not fit it.
+    #[error("it is damaged")]
+    Damaged(#[source] serde_json::Error),
+}
+
+/// A conversation as saved.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Saved<M, R> {
+    version: u64,
+    messages: M,
+    next_id: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<R>,
+}
+
+impl Serialize for Conversation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Saved {
+            version: FORMAT_VERSION,
+            messages: &self.messages,
+            next_id: self.next_id,
+            run: self.run.as_ref(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Conversation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_value(value).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Conversation {
@@ -26,7 +96,88 @@ impl Conversation {
         Self {
             next_id: messages.len(),
             messages,
+            run: None,
         }
+    }
+
+    /// Reads a conversation saved as JSON (`serde_json::to_string(&conversation)`), with the
+    /// run paused in it, if any.
+    pub fn from_json(text: &str) -> Result<Self, FormatError> {
+        Self::from_value(serde_json::from_str(text).map_err(FormatError::NotJson)?)
+    }
+
+    fn from_value(value: Value) -> Result<Self, FormatError> {
+        let version = value
+            .get("version")
+            .ok_or(FormatError::NoVersion)?
+            .as_u64()
+            .ok_or(FormatError::NoVersion)?;
+        if version != FORMAT_VERSION {
+            return Err(FormatError::Version { found: version });
+        }
+        let saved: Saved<Vec<Message>, RunState> =
+            serde_json::from_value(value).map_err(FormatError::Damaged)?;
+        let conversation = Self {
+            messages: saved.messages,
+            next_id: saved.next_id,
+            run: saved.run,
+        };
+        // A history whose calls and results do not pair up would fail at the next request;
+        // say so now, while it is being read. (The last turn's calls may wait for results:
+        // a paused run's, or a caller's who runs tools itself.)
+        conversation
+            .open_calls()
+            .map_err(|error| FormatError::Damaged(serde::de::Error::custom(error.to_string())))?;
+        Ok(conversation)
+    }
+
+    /// The run paused in this conversation, waiting for approval decisions.
+    pub fn paused_run(&self) -> Option<&RunState> {
+        self.run.as_ref()
+    }
+
+    /// The calls of the paused run that wait for a decision (none when no run is paused).
+    pub fn pending_approvals(&self) -> Vec<&PendingCall> {
+        self.run.as_ref().map(RunState::pending).unwrap_or_default()
+    }
+
+    /// Decides about pending call `call_id` of the paused run.
+    pub fn decide(&mut self, call_id: &str, decision: Decision) -> Result<(), AgentError> {
+        match &mut self.run {
+            Some(run) => run.decide(call_id, decision),
+            None => Err(AgentError::NoSuchPendingCall {
+                id: call_id.to_owned(),
+            }),
+        }
+    }
+
+    /// Approves pending call `call_id`.
+    pub fn approve(&mut self, call_id: &str) -> Result<(), AgentError> {
+        self.decide(call_id, Decision::Approve)
+    }
+
+    /// Approves pending call `call_id` and every call of the same tool for the rest of the
+    /// run.
+    pub fn approve_for_run(&mut self, call_id: &str) -> Result<(), AgentError> {
+        self.decide(call_id, Decision::ApproveForRun)
+    }
+
+    /// Rejects pending call `call_id`; the model is told, with `reason`.
+    pub fn reject(&mut self, call_id: &str, reason: impl Into<String>) -> Result<(), AgentError> {
+        self.decide(
+            call_id,
+            Decision::Reject {
+                reason: reason.into(),
+            },
+        )
+    }
+
+    pub(crate) fn take_run(&mut self) -> Option<RunState> {
+        self.run.take()
+    }
+
+    pub(crate) fn park_run(&mut self, run: RunState) {
+        self.run = Some(run);
     }
 
     /// Adds what the user says.
@@ -66,6 +217,17 @@ impl Conversation {
         call_id: &str,
         result: Result<String, String>,
     ) -> Result<(), AgentError> {
+        self.submit_with_images(call_id, result, Vec::new())
+    }
+
+    /// Like [`submit`](Self::submit), with images the tool returned (sent to the model as
+    /// images where its wire format takes them in tool results).
+    pub fn submit_with_images(
+        &mut self,
+        call_id: &str,
+        result: Result<String, String>,
+        images: Vec<ToolImage>,
+    ) -> Result<(), AgentError> {
         let name = self
             .pending_calls()
             .into_iter()
@@ -83,50 +245,62 @@ impl Conversation {
             name,
             content,
             is_error,
+            images,
         });
         Ok(())
+    }
+
+    /// Answers every call still waiting for a result with `message` as an error: for a
+    /// conversation whose run stopped before all its calls ran, so it can go on. Does
+    /// nothing to a paused run's calls, which wait for decisions.
+    pub fn close_pending(&mut self, message: &str) {
+        if self.run.is_some() {
+            return;
+        }
+        let open: Vec<String> = self.pending_calls().iter().map(|c| c.id.clone()).collect();
+        for id in open {
+            // The id was just listed as pending.
+            let _ = self.submit(&id, Err(message.to_owned()));
+        }
     }
 
     /// Checks that every tool call has its result, as every provider requires before the
     /// next request.
     pub fn check_answered(&self) -> Result<(), AgentError> {
-        let mut open: Vec<&ToolCall> = Vec::new();
-        for message in &self.messages {
-            match message {
-                Message::Assistant { tool_calls, .. } => {
-                    if let Some(call) = open.first() {
-                        return Err(AgentError::UnansweredToolCall {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                    open = tool_calls.iter().collect();
-                }
-                Message::ToolResult { call_id, .. } => {
-                    let Some(position) = open.iter().position(|c| &c.id == call_id) else {
-                        return Err(AgentError::NoSuchPendingCall {
-                            id: call_id.clone(),
-                        });
-                    };
-                    open.remove(position);
-                }
-                Message::User { .. } | Message::System { .. } => {
-                    if let Some(call) = open.first() {
-                        return Err(AgentError::UnansweredToolCall {
-                            id: call.id.clone(),
-                            name: call.name.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        match open.first() {
+        match self.open_calls()?.first() {
             Some(call) => Err(AgentError::UnansweredToolCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
             }),
             None => Ok(()),
         }
+    }
+
+    /// The calls of the last model turn still without a result, after checking that every
+    /// earlier call has one and every result answers a call.
+    fn open_calls(&self) -> Result<Vec<&ToolCall>, AgentError> {
+        let mut open: Vec<&ToolCall> = Vec::new();
+        for message in &self.messages {
+            if let Message::ToolResult { call_id, .. } = message {
+                let Some(position) = open.iter().position(|c| &c.id == call_id) else {
+                    return Err(AgentError::NoSuchPendingCall {
+                        id: call_id.clone(),
+                    });
+                };
+                open.remove(position);
+                continue;
+            }
+            if let Some(call) = open.first() {
+                return Err(AgentError::UnansweredToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+            }
+            if let Message::Assistant { tool_calls, .. } = message {
+                open = tool_calls.iter().collect();
+            }
+        }
+        Ok(open)
     }
 
     /// Records the model's turn. Calls without an id, or with one used before, get a new one
@@ -211,6 +385,28 @@ mod tests {
         let all: Vec<&ToolCall> = first.iter().chain(&second).collect();
         let ids: HashSet<&str> = all.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), 4, "all ids are unique: {first:?} {second:?}");
+    }
+
+    #[test]
+    fn a_saved_conversation_reads_back_with_calls_still_open_but_not_with_stray_results() {
+        let mut conversation = Conversation::new();
+        conversation.push_user("hi");
+        conversation.push_assistant(String::new(), vec![call("a"), call("b")]);
+        conversation.submit("a", Ok("1".into())).unwrap();
+        let saved = serde_json::to_string(&conversation).unwrap();
+        let read = Conversation::from_json(&saved).unwrap();
+        assert_eq!(read, conversation);
+        assert_eq!(
+            read.pending_calls().len(),
+            1,
+            "b still waits for its result"
+        );
+
+        let mut value: Value = serde_json::from_str(&saved).unwrap();
+        value["messages"][2]["call_id"] = "zzz".into();
+        let error = Conversation::from_json(&value.to_string()).unwrap_err();
+        assert!(matches!(error, FormatError::Damaged(_)), "{error}");
+        assert!(format!("{:#}", anyhow::Error::from(error)).contains("zzz"));
     }
 
     #[test]

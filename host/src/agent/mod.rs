@@ -22,27 +22,75 @@
 //! tool calls without running them, for a caller that runs tools itself and submits results
 //! with [`Conversation::submit`] (Spring AI's user-controlled execution, Genkit's
 //! `returnToolRequests`).
+//!
+//! # Asking before acting
+//!
+//! A call can wait for a person's approval: per tool or by what tools hold
+//! ([`AgentOptions::approval`], a manifest's `approval` and `[approval] ask_for`), or as the
+//! run's [`RunOptions::needs_approval`] predicate says. The run then pauses:
+//! [`Agent::run`] returns a [`RunResult`] whose `end` is [`RunEnd::Paused`] with the
+//! `pending` calls, and the conversation holds the paused run. It serializes to JSON
+//! (with a format version), so the decision can come from another process:
+//!
+//! ```no_run
+//! # use toolhost::agent::{Agent, Conversation, RunEnd, RunOptions};
+//! # async fn example(agent: Agent) -> anyhow::Result<()> {
+//! let options = RunOptions::default();
+//! let mut conversation = Conversation::new();
+//! conversation.push_user("Write a note titled groceries saying: buy milk.");
+//! let mut result = agent.run(&mut conversation, &options, &mut |_| {}).await?;
+//! while result.end == RunEnd::Paused {
+//!     let saved = serde_json::to_string(&conversation)?; // keep it anywhere, resume anywhere
+//!     let mut conversation = Conversation::from_json(&saved)?;
+//!     for call in &result.pending {
+//!         if call.tool == "write_note" {
+//!             conversation.approve(&call.call_id)?;
+//!         } else {
+//!             conversation.reject(&call.call_id, "only notes today")?;
+//!         }
+//!     }
+//!     result = agent.resume(&mut conversation, &options, &mut |_| {}).await?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Every call can also be written to an audit log ([`Agent::with_audit`], [`AuditLog`]).
 
+mod approval;
+mod audit;
 mod config;
 mod conversation;
+mod error;
 mod execute;
+mod guard;
+mod run;
+mod select;
+mod state;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 use tracing::Instrument;
 
-pub use config::AgentConfig;
-pub use conversation::Conversation;
-pub use execute::{Outcome, ToolExecution};
+pub use approval::{
+    Approval, ApprovalMode, ApprovalPredicate, ApprovalRules, AskFor, Decision, PendingCall,
+};
+pub use audit::{AuditLog, AuditRecord, AuditSink};
+pub use config::{AgentConfig, OnError};
+pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
+pub use error::{AgentError, AgentErrorKind, RunRecord};
+pub use execute::{InvalidCall, InvalidProblem, Outcome, ToolExecution};
+pub use select::{ToolIndex, ToolLimit};
+pub use state::RunState;
 
 use crate::llm::{
-    ChatRequest, FinishReason, Message, Provider, ProviderError, ToolCall, ToolChoice,
-    ToolDefinition, Usage, arguments_object,
+    ChatRequest, FinishReason, Message, Provider, ToolCall, ToolChoice, ToolDefinition, Usage,
+    arguments_object,
 };
-use crate::{CallContext, ToolSpec, Toolbox};
+use crate::{ToolSpec, Toolbox};
 
 /// What to do when the model calls a tool that does not exist (or was not offered).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -70,9 +118,21 @@ pub struct AgentOptions {
     pub stream: bool,
     /// What to do with calls of unknown tools.
     pub unknown_tool: UnknownTool,
-    /// Tools whose result is the run's answer: when every call of a turn is one of these and
-    /// succeeds, the run ends with the results, without another model request.
-    pub return_direct: BTreeSet<String>,
+    /// Tools whose result is the run's answer: when a call of one of these succeeds, the run
+    /// ends with its result (the results of all such calls of the turn, one per line),
+    /// without another model request. A manifest's `stop_at`, and its tools marked
+    /// `return_direct`.
+    pub stop_at: BTreeSet<String>,
+    /// Tools whose failure ends the run ([`AgentError::ToolFailed`]) instead of going to the
+    /// model as an error result (a manifest's `on_error = "fail_run"`).
+    pub fail_run: BTreeSet<String>,
+    /// Which calls wait for approval. None by default.
+    pub approval: ApprovalRules,
+    /// The most calls of one model turn that run at once; all of them when `None`.
+    pub max_parallel_calls: Option<NonZeroUsize>,
+    /// How many of the tools a request offers: all (the default), or the best few for the
+    /// conversation (the local model's default; see [`ToolIndex`]).
+    pub tool_limit: ToolLimit,
 }
 
 impl Default for AgentOptions {
@@ -84,7 +144,11 @@ impl Default for AgentOptions {
             max_tokens: None,
             stream: true,
             unknown_tool: UnknownTool::default(),
-            return_direct: BTreeSet::new(),
+            stop_at: BTreeSet::new(),
+            fail_run: BTreeSet::new(),
+            approval: ApprovalRules::default(),
+            max_parallel_calls: None,
+            tool_limit: ToolLimit::All,
         }
     }
 }
@@ -114,20 +178,44 @@ impl std::fmt::Debug for ToolSelection {
     }
 }
 
-/// Options of one run.
-#[derive(Debug, Clone, Default)]
+/// Options of one run. A paused run resumes with the same ones (they are not saved with it).
+#[derive(Clone, Default)]
 pub struct RunOptions {
-    /// Which tools to offer.
+    /// Which tools to offer. [`ToolSelection::Only`] offers exactly those; with the others,
+    /// the tool limit picks among the tools they allow.
     pub tools: ToolSelection,
-    /// Whether and which tool the model must call.
+    /// How many tools a request offers, over the agent's [`AgentOptions::tool_limit`].
+    pub tool_limit: Option<ToolLimit>,
+    /// Whether and which tool the model must call. A forced choice (a tool's name, or
+    /// `required`) applies to the run's first request only; later ones go back to `auto`, so
+    /// that the model can answer.
     pub tool_choice: ToolChoice,
     /// Key/value pairs delivered to every tool call of the run (a tenant, a user id); never
     /// shown to the model.
     pub context: BTreeMap<String, String>,
+    /// Calls this accepts wait for approval, besides those the agent's
+    /// [`approval`](AgentOptions::approval) rules name.
+    pub needs_approval: Option<ApprovalPredicate>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("tools", &self.tools)
+            .field("tool_limit", &self.tool_limit)
+            .field("tool_choice", &self.tool_choice)
+            .field("context", &self.context)
+            .field(
+                "needs_approval",
+                &self.needs_approval.as_ref().map(|_| ".."),
+            )
+            .finish()
+    }
 }
 
 /// What a run reports as it goes, for streaming front ends.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum AgentEvent<'a> {
     /// A piece of the model's answer.
     Text(&'a str),
@@ -136,34 +224,49 @@ pub enum AgentEvent<'a> {
         /// The call.
         call: &'a ToolCall,
     },
-    /// A tool call is over.
+    /// A tool call is over (or was rejected, or answered from an earlier identical call).
     ToolFinished {
         /// Its record.
         execution: &'a ToolExecution,
     },
+    /// The model made a call that cannot run.
+    InvalidCall {
+        /// What was wrong.
+        call: &'a InvalidCall,
+    },
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunEnd {
     /// The model answered.
     Answered,
     /// The model hit its token limit while answering; the text is cut off.
     Truncated,
-    /// A return-direct tool's result is the answer.
+    /// A `stop_at` (or return-direct) tool's result is the answer.
     ReturnDirect,
+    /// Calls wait for approval: decide them in the conversation, then [`Agent::resume`].
+    Paused,
 }
 
 /// The outcome of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResult {
-    /// The answer.
+    /// The answer (empty when paused).
     pub text: String,
     /// How the run ended.
     pub end: RunEnd,
-    /// Every tool call, in order.
+    /// Every tool call, in order (rejected ones, and ones answered from an earlier identical
+    /// call, included).
     pub executions: Vec<ToolExecution>,
+    /// The calls that could not run: arguments that are not JSON, tools not offered, calls
+    /// cut off by the token limit.
+    pub invalid_calls: Vec<InvalidCall>,
+    /// When paused: the calls that wait for a decision.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingCall>,
     /// How many model requests were made.
     pub rounds: usize,
     /// Tokens used, summed over the requests that reported them.
@@ -184,94 +287,14 @@ pub enum Step {
     ToolCalls(Vec<ToolCall>),
 }
 
-/// Why a run failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// The model request failed.
-    #[error("the model request failed")]
-    Provider(#[from] ProviderError),
-
-    /// The model kept calling tools.
-    #[error(
-        "the model was still calling tools after {limit} rounds ({} tool calls); raise the round \
-         limit (max_rounds) or make the request more specific",
-        executions.len()
-    )]
-    RoundLimit {
-        /// The limit.
-        limit: usize,
-        /// The tool calls made until then.
-        executions: Vec<ToolExecution>,
-    },
-
-    /// A tool call in the history has no result.
-    #[error("tool call `{id}` ({name}) has no result; submit one before the next model request")]
-    UnansweredToolCall {
-        /// The call's id.
-        id: String,
-        /// The tool.
-        name: String,
-    },
-
-    /// A result names a call that is not pending.
-    #[error("there is no pending tool call `{id}` to answer")]
-    NoSuchPendingCall {
-        /// The id given.
-        id: String,
-    },
-
-    /// The model called a tool that does not exist ([`UnknownTool::Fail`]).
-    #[error("the model called `{name}`, which is not one of the tools offered ({})", available.join(", "))]
-    UnknownTool {
-        /// The name it used.
-        name: String,
-        /// The tools offered.
-        available: Vec<String>,
-    },
-
-    /// The model's turn was cut off by the token limit in the middle of a tool call.
-    #[error(
-        "the model hit its token limit (max_tokens {}) in the middle of a tool call; raise max_tokens",
-        max_tokens.map_or_else(|| "default".to_owned(), |n| n.to_string())
-    )]
-    Truncated {
-        /// The limit that was set.
-        max_tokens: Option<u32>,
-    },
-}
-
-/// The kind of an [`AgentError`], for callers that branch on it and for JSON output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum AgentErrorKind {
-    /// [`AgentError::Provider`].
-    Provider,
-    /// [`AgentError::RoundLimit`].
-    RoundLimit,
-    /// [`AgentError::UnansweredToolCall`].
-    UnansweredToolCall,
-    /// [`AgentError::NoSuchPendingCall`].
-    NoSuchPendingCall,
-    /// [`AgentError::UnknownTool`].
-    UnknownTool,
-    /// [`AgentError::Truncated`].
-    Truncated,
-}
-
-impl AgentError {
-    /// The kind of error.
-    pub fn kind(&self) -> AgentErrorKind {
-        match self {
-            Self::Provider(_) => AgentErrorKind::Provider,
-            Self::RoundLimit { .. } => AgentErrorKind::RoundLimit,
-            Self::UnansweredToolCall { .. } => AgentErrorKind::UnansweredToolCall,
-            Self::NoSuchPendingCall { .. } => AgentErrorKind::NoSuchPendingCall,
-            Self::UnknownTool { .. } => AgentErrorKind::UnknownTool,
-            Self::Truncated { .. } => AgentErrorKind::Truncated,
-        }
-    }
+/// What a model request brought back.
+struct Reply {
+    /// The answer or the calls; `None` when the token limit cut off a tool call and left
+    /// nothing else.
+    step: Option<Step>,
+    usage: Usage,
+    /// Calls cut off by the token limit (never sent back to the model).
+    cut_off: Vec<ToolCall>,
 }
 
 /// A model, the tools it may call, and how to run the loop.
@@ -280,6 +303,8 @@ pub struct Agent {
     provider: Arc<dyn Provider>,
     toolbox: Arc<Toolbox>,
     options: AgentOptions,
+    audit: Option<Arc<dyn AuditSink>>,
+    index: Arc<select::IndexCache>,
 }
 
 impl Agent {
@@ -289,7 +314,16 @@ impl Agent {
             provider,
             toolbox,
             options,
+            audit: None,
+            index: Arc::default(),
         }
+    }
+
+    /// The same agent, recording every tool call to `audit` before its result goes back to
+    /// the model. A record that cannot be written ends the run ([`AgentError::Audit`]).
+    pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(audit);
+        self
     }
 
     /// The tools.
@@ -307,83 +341,10 @@ impl Agent {
         &self.provider
     }
 
-    /// Runs the loop on `conversation` (which should end with the user's message) until the
-    /// model answers, a return-direct tool answers, or the round limit is reached. The
-    /// conversation keeps every message, so a chat can go on with another user message.
-    pub async fn run(
-        &self,
-        conversation: &mut Conversation,
-        options: &RunOptions,
-        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
-    ) -> Result<RunResult, AgentError> {
-        let span = tracing::info_span!("agent_run", model = %self.provider.describe());
-        async {
-            let context = CallContext {
-                call_id: String::new(),
-                values: options.context.clone(),
-            };
-            let mut executions = Vec::new();
-            let mut usage = Usage::default();
-            for round in 1..=self.options.max_rounds {
-                let tools = self.offered(conversation.messages(), options);
-                let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
-                let (step, step_usage) = self
-                    .request(conversation, tools, options, round, events)
-                    .await?;
-                usage = usage + step_usage;
-                let calls = match step {
-                    Step::Answer { text, finish } => {
-                        let end = if finish == FinishReason::Length {
-                            RunEnd::Truncated
-                        } else {
-                            RunEnd::Answered
-                        };
-                        return Ok(RunResult {
-                            text,
-                            end,
-                            executions,
-                            rounds: round,
-                            usage,
-                        });
-                    }
-                    Step::ToolCalls(calls) => calls,
-                };
-                let done = self
-                    .execute(conversation, &calls, &offered, &context, round, events)
-                    .await?;
-                let direct = !done.is_empty()
-                    && done
-                        .iter()
-                        .all(|e| e.is_ok() && self.options.return_direct.contains(&e.name));
-                executions.extend(done);
-                if direct {
-                    let text = executions
-                        .iter()
-                        .filter(|e| e.round == round)
-                        .map(|e| e.output.as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    return Ok(RunResult {
-                        text,
-                        end: RunEnd::ReturnDirect,
-                        executions,
-                        rounds: round,
-                        usage,
-                    });
-                }
-            }
-            Err(AgentError::RoundLimit {
-                limit: self.options.max_rounds,
-                executions,
-            })
-        }
-        .instrument(span)
-        .await
-    }
-
     /// One model request on `conversation`. Tool calls are recorded in the conversation but
     /// not run: the caller runs them (or not) and answers each with
-    /// [`Conversation::submit`] before the next step.
+    /// [`Conversation::submit`] before the next step. Calls cut off by the token limit are
+    /// reported as [`AgentEvent::InvalidCall`] and left out.
     pub async fn step(
         &self,
         conversation: &mut Conversation,
@@ -391,75 +352,42 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Step, AgentError> {
         let round = conversation.turns() + 1;
+        self.toolbox.refresh().await;
         let tools = self.offered(conversation.messages(), options);
-        Ok(self
-            .request(conversation, tools, options, round, events)
-            .await?
-            .0)
-    }
-
-    /// Runs `calls` (pending calls of `conversation`, as [`Agent::step`] returned them) in
-    /// the sandbox, concurrently, and submits their results: the caller-controlled mode's
-    /// way to let toolhost run some or all of the calls it was handed.
-    pub async fn run_calls(
-        &self,
-        conversation: &mut Conversation,
-        calls: &[ToolCall],
-        options: &RunOptions,
-        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
-    ) -> Result<Vec<ToolExecution>, AgentError> {
-        let offered = self
-            .offered(conversation.messages(), options)
-            .into_iter()
-            .map(|t| t.name)
+        let reply = self
+            .request(
+                conversation,
+                tools,
+                options.tool_choice.clone(),
+                round,
+                events,
+            )
+            .await?;
+        let cut_off: Vec<InvalidCall> = reply
+            .cut_off
+            .iter()
+            .map(|call| self.cut_off(call, round))
             .collect();
-        let context = CallContext {
-            call_id: String::new(),
-            values: options.context.clone(),
-        };
-        let round = conversation.turns();
-        self.execute(conversation, calls, &offered, &context, round, events)
-            .await
-    }
-
-    async fn execute(
-        &self,
-        conversation: &mut Conversation,
-        calls: &[ToolCall],
-        offered: &BTreeSet<String>,
-        context: &CallContext,
-        round: usize,
-        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
-    ) -> Result<Vec<ToolExecution>, AgentError> {
-        let done = execute::execute_calls(
-            &self.toolbox,
-            calls,
-            offered,
-            self.options.unknown_tool,
-            context,
-            round,
-            events,
-        )
-        .await?;
-        for execution in &done {
-            let result = if execution.is_ok() {
-                Ok(execution.output.clone())
-            } else {
-                Err(execution.output.clone())
-            };
-            conversation.submit(&execution.call_id, result)?;
+        for call in &cut_off {
+            events(AgentEvent::InvalidCall { call });
         }
-        Ok(done)
+        reply.step.ok_or_else(|| AgentError::Truncated {
+            max_tokens: self.options.max_tokens,
+            record: Box::new(RunRecord {
+                executions: Vec::new(),
+                invalid_calls: cut_off,
+            }),
+        })
     }
 
     async fn request(
         &self,
         conversation: &mut Conversation,
         tools: Vec<ToolDefinition>,
-        options: &RunOptions,
+        tool_choice: ToolChoice,
         round: usize,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
-    ) -> Result<(Step, Usage), AgentError> {
+    ) -> Result<Reply, AgentError> {
         conversation.check_answered()?;
         let mut messages = Vec::with_capacity(conversation.messages().len() + 1);
         if let Some(system) = &self.options.system
@@ -476,7 +404,7 @@ impl Agent {
             tool_choice: if tools.is_empty() {
                 ToolChoice::Auto
             } else {
-                options.tool_choice.clone()
+                tool_choice
             },
             tools,
             temperature: self.options.temperature,
@@ -503,24 +431,31 @@ impl Agent {
         let usage = response.usage.unwrap_or_default();
 
         let mut calls = response.tool_calls;
+        let mut cut_off = Vec::new();
         if response.finish == FinishReason::Length {
             // A call cut off by the token limit has broken arguments: never send it back.
-            calls.retain(|call| arguments_object(&call.arguments).is_some());
-            if calls.is_empty() && response.text.trim().is_empty() {
-                return Err(AgentError::Truncated {
-                    max_tokens: self.options.max_tokens,
+            (calls, cut_off) = calls
+                .into_iter()
+                .partition(|call| arguments_object(&call.arguments).is_some());
+            if calls.is_empty() && response.text.trim().is_empty() && !cut_off.is_empty() {
+                return Ok(Reply {
+                    step: None,
+                    usage,
+                    cut_off,
                 });
             }
         }
         if calls.is_empty() {
             conversation.push_assistant(response.text.clone(), Vec::new());
-            return Ok((
-                Step::Answer {
-                    text: response.text,
-                    finish: response.finish,
-                },
+            let step = Step::Answer {
+                text: response.text,
+                finish: response.finish,
+            };
+            return Ok(Reply {
+                step: Some(step),
                 usage,
-            ));
+                cut_off,
+            });
         }
         // The history gets `{}` for arguments that are not a JSON object (providers reject
         // them); the caller gets the model's own text, to report what was wrong with it.
@@ -543,19 +478,60 @@ impl Agent {
                 ..call
             })
             .collect();
-        Ok((Step::ToolCalls(calls), usage))
+        Ok(Reply {
+            step: Some(Step::ToolCalls(calls)),
+            usage,
+            cut_off,
+        })
+    }
+
+    /// The record of a call cut off by the token limit.
+    fn cut_off(&self, call: &ToolCall, round: usize) -> InvalidCall {
+        InvalidCall {
+            round,
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            problem: InvalidProblem::CutOff,
+            message: format!(
+                "cut off by the token limit (max_tokens {}); not sent back to the model",
+                self.options
+                    .max_tokens
+                    .map_or_else(|| "default".to_owned(), |n| n.to_string())
+            ),
+        }
     }
 
     /// The tools a request offers.
     fn offered(&self, messages: &[Message], options: &RunOptions) -> Vec<ToolDefinition> {
-        self.toolbox
-            .catalog()
-            .iter()
-            .filter(|spec| match &options.tools {
-                ToolSelection::All => true,
-                ToolSelection::Only(names) => names.contains(&spec.name),
-                ToolSelection::Filter(filter) => filter(spec, messages),
-            })
+        let catalog = self.toolbox.catalog();
+        let allowed = |spec: &ToolSpec| match &options.tools {
+            ToolSelection::All => true,
+            ToolSelection::Only(names) => names.contains(&spec.name),
+            ToolSelection::Filter(filter) => filter(spec, messages),
+        };
+        let limit = options.tool_limit.unwrap_or(self.options.tool_limit);
+        let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
+            (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
+                let index = self.index.get(&catalog);
+                index
+                    .rank(messages)
+                    .into_iter()
+                    .filter_map(|(at, _)| catalog.get(index.name(at)))
+                    .filter(|spec| allowed(spec))
+                    .take(k)
+                    .collect()
+            }
+            _ => catalog.iter().filter(|spec| allowed(spec)).collect(),
+        };
+        if limit != ToolLimit::All {
+            tracing::debug!(
+                offered = ?specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+                "tools ranked for the request"
+            );
+        }
+        specs
+            .into_iter()
             .map(|spec| ToolDefinition {
                 name: spec.name.clone(),
                 description: spec.description.clone(),

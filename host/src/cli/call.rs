@@ -78,6 +78,7 @@ impl CallArgs {
             values: self.context.iter().cloned().collect(),
         };
         let result = host.call(&self.tool, &arguments, &context).await;
+        host.shutdown().await;
         if self.json {
             let value = match &result {
                 Ok(output) => json!({ "ok": true, "tool": self.tool, "output": output }),
@@ -111,6 +112,13 @@ fn print_output(output: &ToolOutput) -> std::io::Result<()> {
         if log.dropped > 0 {
             eprintln!("[tool {stream}] ... {} more bytes dropped", log.dropped);
         }
+    }
+    for image in &output.images {
+        eprintln!(
+            "[tool image] {}, {} (in --json output)",
+            image.mime_type,
+            toolhost::sandbox::format_bytes(image.size() as u64)
+        );
     }
     println(&output.text)
 }

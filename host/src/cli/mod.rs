@@ -1,11 +1,13 @@
 //! The `host` command line: argument definitions and the commands.
 
+mod approve;
 mod call;
 mod inspect;
 mod mcp;
 mod output;
 mod progress;
 mod run;
+mod session;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ use clap::{Args as ClapArgs, Parser, Subcommand};
 use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
 use toolhost::{Grants, Runtime, RuntimeConfig};
 
-pub use output::is_broken_pipe;
+pub use output::{is_broken_pipe, print_error};
 
 /// How a command ended, as its exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,8 @@ pub enum ExitStatus {
     Error,
     /// Interrupted by Ctrl-C (130).
     Interrupted,
+    /// Stopped by SIGTERM (143).
+    Terminated,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -38,6 +42,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Failure => 1,
             ExitStatus::Error => 2,
             ExitStatus::Interrupted => 130,
+            ExitStatus::Terminated => 143,
         })
     }
 }
@@ -137,12 +142,18 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Mcp(command) => command.run(&runtime).await,
         }
     };
-    // On Ctrl-C the work is dropped, which stops a local model server with it.
+    // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the
+    // MCP servers with it (their process groups are killed).
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         result = work => result,
         _ = tokio::signal::ctrl_c() => {
             eprintln!("interrupted");
             Ok(ExitStatus::Interrupted)
+        }
+        _ = terminate.recv() => {
+            eprintln!("terminated");
+            Ok(ExitStatus::Terminated)
         }
     }
 }

@@ -1,20 +1,21 @@
 //! `host run` and `host chat`: the tool-calling loop against a model.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use toolhost::agent::{
-    Agent, AgentConfig, AgentError, AgentEvent, Conversation, RunOptions, RunResult, ToolSelection,
+    Agent, AgentConfig, AgentError, AgentEvent, Conversation, Outcome, RunOptions, RunResult,
+    ToolLimit, ToolSelection,
 };
 use toolhost::llm::{ModelConfig, ToolChoice};
-use toolhost::{Host, HostError, Runtime};
+use toolhost::{Host, Runtime};
 
 use super::ExitStatus;
-use super::output::{print, print_json, println};
+use super::approve::{Approver, Input, run_to_end};
+use super::output::{one_line, print, print_error, print_json, println};
+use super::session::Session;
 
 /// Where the tools and the model come from, and how to run the loop.
 #[derive(Debug, Args)]
@@ -67,6 +68,11 @@ pub struct ModelArgs {
     )]
     tools: Vec<String>,
 
+    /// How many tools each request offers: all, or the N that best fit the conversation
+    /// [default: 3 for the local model, else all; the manifest's [model] tools]
+    #[arg(long, value_name = "N|all", help_heading = "Tools")]
+    tool_limit: Option<ToolLimit>,
+
     /// Whether and which tool the model must call: auto, none, required, or a tool's name
     #[arg(
         long,
@@ -79,6 +85,16 @@ pub struct ModelArgs {
     /// Pass KEY=VALUE to every tool call (a tenant, a user); never shown to the model
     #[arg(long = "context", value_name = "KEY=VALUE", value_parser = super::call::parse_key_value, help_heading = "Tools")]
     context: Vec<(String, String)>,
+
+    /// Approve every tool call that needs approval, without asking (by default the terminal
+    /// asks; with no terminal, such calls are rejected)
+    #[arg(short, long, help_heading = "Tools")]
+    yes: bool,
+
+    /// Append one JSON line per tool call to FILE (created 0600), over the manifest's
+    /// [audit] path
+    #[arg(long, value_name = "FILE", help_heading = "Tools")]
+    audit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -99,6 +115,10 @@ pub struct RunArgs {
 pub struct ChatArgs {
     #[command(flatten)]
     model: ModelArgs,
+
+    /// Keep the conversation in FILE: resume it if it exists, save it after every turn
+    #[arg(long, value_name = "FILE")]
+    session: Option<PathBuf>,
 }
 
 impl ModelArgs {
@@ -125,25 +145,24 @@ impl ModelArgs {
             max_rounds: self.max_rounds,
             system: self.system.clone(),
             stream: self.no_stream.then_some(false),
+            tools: self.tool_limit,
+            ..AgentConfig::default()
         }
     }
 
-    /// Loads the tools and connects the model, at the same time.
-    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Agent, RunOptions)> {
-        let host = Host::builder()
+    /// Loads the tools and connects the model, at the same time. The host is returned to be
+    /// shut down at the end (it stops the MCP servers).
+    async fn agent(&self, runtime: &Runtime) -> anyhow::Result<(Host, Agent, RunOptions)> {
+        let mut builder = Host::builder()
             .runtime(runtime.clone())
             .manifest(&self.manifest)
             .model(self.model_config()?)
             .agent(self.agent_config())
-            .connect_model(true)
-            .build()
-            .await
-            .map_err(|error| match error {
-                HostError::Model(error) => {
-                    anyhow::Error::new(error).context("cannot connect to the model")
-                }
-                other => other.into(),
-            })?;
+            .connect_model(true);
+        if let Some(audit) = &self.audit {
+            builder = builder.audit(audit);
+        }
+        let host = builder.build().await?;
         let catalog = host.toolbox().catalog();
         for name in &self.tools {
             if catalog.get(name).is_none() {
@@ -163,20 +182,21 @@ impl ModelArgs {
             },
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
+            ..RunOptions::default()
         };
-        Ok((agent, options))
+        Ok((host, agent, options))
     }
 }
 
 /// Shows a run as it goes: the answer streams to stdout, tool activity to stderr. The first
 /// failure to write stdout (a closed pipe) is kept, and ends the command.
 #[derive(Default)]
-struct Display {
+struct RunView {
     streamed: bool,
     broken: Option<std::io::Error>,
 }
 
-impl Display {
+impl RunView {
     fn show(&mut self, event: AgentEvent<'_>) {
         match event {
             AgentEvent::Text(text) => {
@@ -188,12 +208,27 @@ impl Display {
                 }
             }
             AgentEvent::ToolStarted { call } => eprintln!("→ {} {}", call.name, call.arguments),
-            AgentEvent::ToolFinished { execution } => eprintln!(
-                "← {} {} ({:.1} ms)",
-                execution.name,
-                execution.output,
-                execution.duration.as_secs_f64() * 1000.0
-            ),
+            AgentEvent::ToolFinished { execution } => {
+                match (&execution.outcome, &execution.repeat_of) {
+                    (Outcome::Rejected { .. }, _) => {
+                        eprintln!("← {} not run: {}", execution.name, execution.output)
+                    }
+                    (_, Some(earlier)) => eprintln!(
+                        "← {} {} (the same call as {earlier}: not run again)",
+                        execution.name, execution.output
+                    ),
+                    _ => eprintln!(
+                        "← {} {} ({:.1} ms)",
+                        execution.name,
+                        execution.output,
+                        execution.duration.as_secs_f64() * 1000.0
+                    ),
+                }
+            }
+            AgentEvent::InvalidCall { call } => {
+                eprintln!("✗ {} {}: {}", call.name, call.arguments, call.message)
+            }
+            _ => {}
         }
     }
 
@@ -212,44 +247,39 @@ impl Display {
 
 /// A failed run as JSON: the error, and the tool calls made until then.
 fn error_json(error: &AgentError) -> serde_json::Value {
-    let executions = match error {
-        AgentError::RoundLimit { executions, .. } => executions.as_slice(),
-        _ => &[],
-    };
     json!({
         "ok": false,
-        "error": { "kind": error.kind(), "message": chain(error) },
-        "executions": executions,
+        "error": { "kind": error.kind(), "message": one_line(error) },
+        "executions": error.executions(),
+        "invalid_calls": error.invalid_calls(),
     })
-}
-
-/// `error` and its causes on one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-fn print_error(error: AgentError) {
-    let error = anyhow::Error::from(error);
-    eprintln!("error: {error}");
-    for cause in error.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
-    }
 }
 
 impl RunArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let (agent, options) = self.model.agent(runtime).await?;
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = self.run_with(agent, options).await;
+        host.shutdown().await;
+        status
+    }
+
+    async fn run_with(&self, agent: Agent, options: RunOptions) -> anyhow::Result<ExitStatus> {
+        let mut input = Input::new();
+        let approver = Approver::new(self.model.yes, &input);
         let mut conversation = Conversation::new();
         conversation.push_user(&self.prompt);
+        let mut no_pause = |_: &Conversation| Ok(());
         if self.json {
-            let result = agent.run(&mut conversation, &options, &mut |_| {}).await;
+            let result = run_to_end(
+                &agent,
+                &mut conversation,
+                &options,
+                approver,
+                &mut input,
+                &mut |_| {},
+                &mut no_pause,
+            )
+            .await?;
             return match result {
                 Ok(result) => {
                     print_json(&json!({ "ok": true, "result": result }))?;
@@ -257,24 +287,29 @@ impl RunArgs {
                 }
                 Err(error) => {
                     print_json(&error_json(&error))?;
-                    print_error(error);
+                    print_error(&error);
                     Ok(ExitStatus::Failure)
                 }
             };
         }
-        let mut display = Display::default();
-        let result = agent
-            .run(&mut conversation, &options, &mut |event| {
-                display.show(event)
-            })
-            .await;
+        let mut display = RunView::default();
+        let result = run_to_end(
+            &agent,
+            &mut conversation,
+            &options,
+            approver,
+            &mut input,
+            &mut |event| display.show(event),
+            &mut no_pause,
+        )
+        .await?;
         match result {
             Ok(result) => {
                 display.finish(&result)?;
                 Ok(ExitStatus::Success)
             }
             Err(error) => {
-                print_error(error);
+                print_error(&error);
                 Ok(ExitStatus::Failure)
             }
         }
@@ -283,8 +318,28 @@ impl RunArgs {
 
 impl ChatArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        let (agent, options) = self.model.agent(runtime).await?;
-        let interactive = std::io::stdin().is_terminal();
+        let session = self.session.clone().map(Session::new);
+        // A damaged session is reported before anything is loaded or started.
+        let saved = match &session {
+            Some(session) => session.load()?,
+            None => None,
+        };
+        let (host, agent, options) = self.model.agent(runtime).await?;
+        let status = Self::chat(session, saved, agent, options, self.model.yes).await;
+        host.shutdown().await;
+        status
+    }
+
+    async fn chat(
+        session: Option<Session>,
+        saved: Option<Conversation>,
+        agent: Agent,
+        options: RunOptions,
+        yes: bool,
+    ) -> anyhow::Result<ExitStatus> {
+        let mut input = Input::new();
+        let interactive = input.is_terminal();
+        let approver = Approver::new(yes, &input);
         if interactive {
             eprintln!(
                 "chatting with {} and {} tools; /reset forgets, /exit (or Ctrl-D) quits",
@@ -292,34 +347,60 @@ impl ChatArgs {
                 agent.toolbox().catalog().len()
             );
         }
-        let mut conversation = Conversation::new();
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        let resumed = saved.is_some();
+        let mut conversation = saved.unwrap_or_default();
+        if resumed && interactive {
+            eprintln!(
+                "resumed the conversation saved in the session ({} messages)",
+                conversation.messages().len()
+            );
+        }
+        let mut save = |conversation: &Conversation| match &session {
+            Some(session) => session.save(conversation),
+            None => Ok(()),
+        };
+        // A run that was waiting for approval when the session was saved goes on first.
+        let mut pending_run = conversation.paused_run().is_some();
         loop {
-            if interactive {
-                eprint!("> ");
-            }
-            let Some(line) = lines.next_line().await? else {
-                break;
-            };
-            match line.trim() {
-                "" => continue,
-                "/exit" | "/quit" => break,
-                "/reset" => {
-                    conversation = Conversation::new();
-                    continue;
+            if !pending_run {
+                if interactive {
+                    eprint!("> ");
                 }
-                text => conversation.push_user(text),
+                let Some(line) = input.line().await? else {
+                    break;
+                };
+                match line.trim() {
+                    "" => continue,
+                    "/exit" | "/quit" => break,
+                    "/reset" => {
+                        conversation = Conversation::new();
+                        save(&conversation)?;
+                        continue;
+                    }
+                    text => conversation.push_user(text),
+                }
             }
-            let mut display = Display::default();
-            match agent
-                .run(&mut conversation, &options, &mut |event| {
-                    display.show(event)
-                })
-                .await
-            {
+            pending_run = false;
+            let mut display = RunView::default();
+            let result = run_to_end(
+                &agent,
+                &mut conversation,
+                &options,
+                approver,
+                &mut input,
+                &mut |event| display.show(event),
+                &mut save,
+            )
+            .await?;
+            match result {
                 Ok(result) => display.finish(&result)?,
-                Err(error) => print_error(error),
+                Err(error) => {
+                    print_error(&error);
+                    // Calls the failed run left unanswered would fail every later turn.
+                    conversation.close_pending("the run stopped before this call ran");
+                }
             }
+            save(&conversation)?;
         }
         Ok(ExitStatus::Success)
     }

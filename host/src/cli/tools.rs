@@ -1,12 +1,14 @@
-//! `host tools`: what a manifest loads, with grants next to what the tools request.
+//! `host tools`: what a manifest loads, with grants next to what the tools request, and the
+//! tools that are not sandboxed (MCP servers, native functions) said to be so.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Value, json};
+use toolhost::mcp::client::{McpServer, McpTransport};
 use toolhost::sandbox::format_bytes;
-use toolhost::{Host, LoadedComponent, Runtime, ToolSource as _};
+use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
 
 use super::ExitStatus;
 use super::inspect::load_summary;
@@ -32,29 +34,149 @@ impl ToolsArgs {
             .await?;
         let toolbox = host.toolbox();
         let catalog = toolbox.catalog();
-        // The names the model sees (a source's `prefix` and `tools` lists apply).
-        let offered = |component: &LoadedComponent| -> Vec<String> {
-            catalog
-                .iter()
-                .filter(|spec| catalog.origin(&spec.name) == Some(component.origin()))
-                .map(|spec| spec.name.clone())
-                .collect()
-        };
+        let offered = |origin: &Origin| offered(&catalog, origin);
+        let native: Vec<&std::sync::Arc<dyn ToolSource>> = toolbox
+            .sources()
+            .filter(|source| matches!(source.origin(), Origin::Native { .. }))
+            .collect();
         if self.json {
             let components: Vec<Value> = toolbox
                 .components()
-                .map(|c| to_json(c, &offered(c)))
+                .map(|c| to_json(c, &offered(c.origin())))
                 .collect();
-            print_json(&json!({ "components": components }))?;
+            let servers: Vec<Value> = toolbox
+                .mcp_servers()
+                .map(|server| server_json(server, &offered(server.origin())))
+                .collect();
+            let native: Vec<Value> = native
+                .iter()
+                .map(|source| {
+                    json!({
+                        "name": source.origin().name(),
+                        "sandboxed": false,
+                        "tools": source.tools(),
+                        "offered": offered(source.origin()),
+                    })
+                })
+                .collect();
+            let skipped: Vec<Value> = toolbox
+                .skipped()
+                .iter()
+                .map(|skipped| {
+                    json!({ "name": skipped.name, "error": toolhost_chain(&skipped.error) })
+                })
+                .collect();
+            print_json(&json!({
+                "components": components,
+                "mcp_servers": servers,
+                "native": native,
+                "skipped": skipped,
+            }))?;
         } else {
-            let text: Vec<String> = toolbox
+            let mut text: Vec<String> = toolbox
                 .components()
-                .map(|c| to_text(c, &offered(c)))
+                .map(|c| to_text(c, &offered(c.origin())))
                 .collect();
+            text.extend(
+                toolbox
+                    .mcp_servers()
+                    .map(|server| server_text(server, &offered(server.origin()))),
+            );
+            text.extend(native.iter().map(|source| {
+                format!(
+                    "{}  native functions of the embedding application, run in its process: \
+                     not sandboxed\n  tools:     {}\n",
+                    source.origin().name(),
+                    offered(source.origin()).join(", ")
+                )
+            }));
+            text.extend(toolbox.skipped().iter().map(|skipped| {
+                format!(
+                    "{}  NOT LOADED (required = false): {}\n",
+                    skipped.name,
+                    toolhost_chain(&skipped.error)
+                )
+            }));
             print(&text.join("\n"))?;
         }
+        host.shutdown().await;
         Ok(ExitStatus::Success)
     }
+}
+
+/// The names the model sees of a source's tools (its `prefix` and `tools` lists apply).
+fn offered(catalog: &Catalog, origin: &Origin) -> Vec<String> {
+    catalog
+        .iter()
+        .filter(|spec| catalog.origin(&spec.name) == Some(origin))
+        .map(|spec| spec.name.clone())
+        .collect()
+}
+
+/// An error and its causes on one line.
+fn toolhost_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// How an MCP server is reached, for people.
+fn transport_kind(server: &McpServer) -> &'static str {
+    match server.config().transport {
+        McpTransport::Stdio { .. } => "stdio",
+        McpTransport::Http { .. } => "Streamable HTTP",
+    }
+}
+
+/// What an MCP server runs as, for the `not sandboxed` line.
+fn authority(server: &McpServer) -> &'static str {
+    match server.config().transport {
+        McpTransport::Stdio { .. } => {
+            "a process of the user running the host, with that user's files and network"
+        }
+        McpTransport::Http { .. } => "a server of its own; it does whatever it does",
+    }
+}
+
+fn server_text(server: &McpServer, offered: &[String]) -> String {
+    let config = server.config();
+    let identity = server
+        .identity()
+        .map(|id| format!("; {} {}, MCP {}", id.name, id.version, id.protocol_version))
+        .unwrap_or_default();
+    format!(
+        "{}  MCP server {} ({}{identity})\n  tools:     {}\n  sandbox:   none, not sandboxed: {}\n  limits:    timeout {}, result {}\n",
+        config.name,
+        config.endpoint(),
+        transport_kind(server),
+        offered.join(", "),
+        authority(server),
+        humantime::format_duration(config.timeout),
+        format_bytes(config.max_result as u64),
+    )
+}
+
+fn server_json(server: &McpServer, offered: &[String]) -> Value {
+    let config = server.config();
+    json!({
+        "name": config.name,
+        "endpoint": config.endpoint(),
+        "transport": match config.transport {
+            McpTransport::Stdio { .. } => "stdio",
+            McpTransport::Http { .. } => "http",
+        },
+        "server": server.identity(),
+        "sandboxed": false,
+        "tools": server.tools(),
+        "offered": offered,
+        "timeout_ms": config.timeout.as_secs_f64() * 1000.0,
+        "max_result": config.max_result,
+    })
 }
 
 fn to_json(component: &LoadedComponent, offered: &[String]) -> Value {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::local::{LocalModel, LocalServer, LocalServerConfig};
-use super::{AnthropicProvider, HttpOptions, OpenAiProvider, Provider, ProviderError};
+use super::{AnthropicProvider, ApiKey, HttpOptions, OpenAiProvider, Provider, ProviderError};
 use crate::sandbox::HumanDuration;
 
 /// The kinds of provider.
@@ -74,7 +74,9 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
     /// The API key itself. Prefer `api_key_env`: a manifest is easily shared.
     pub api_key: Option<String>,
-    /// How long one model request may take (default 300s).
+    /// How long to wait for the model: for its whole answer, or for the first byte of a
+    /// streamed one, and for each next piece of a streamed answer (default 300s, and 120s
+    /// between pieces; this sets both).
     pub timeout: Option<HumanDuration>,
     /// Retries after 429, 5xx and failed connections (default 3).
     pub max_retries: Option<u32>,
@@ -131,9 +133,11 @@ impl ModelConfig {
 
     fn http_options(&self) -> HttpOptions {
         let mut options = HttpOptions::default();
+        // One setting for both waits, so that raising it (as a timeout error says to) helps
+        // whichever one ran out.
         if let Some(timeout) = self.timeout {
             options.timeout = timeout.0;
-            options.idle_timeout = options.idle_timeout.min(timeout.0);
+            options.idle_timeout = timeout.0;
         }
         if let Some(retries) = self.max_retries {
             options.max_retries = retries;
@@ -142,23 +146,24 @@ impl ModelConfig {
     }
 
     /// The API key: `api_key`, else the variable `api_key_env` names, else the provider's
-    /// usual variable. `required` says whether its absence is an error (it is for the
-    /// providers' own servers; local servers need none).
+    /// usual variable; with the variable it came from, for a server that refuses it.
+    /// `required` says whether its absence is an error (it is for the providers' own servers;
+    /// local servers need none).
     fn api_key(
         &self,
         provider: &'static str,
         default_env: &str,
         required: bool,
-    ) -> Result<Option<String>, ProviderError> {
+    ) -> Result<Option<ApiKey>, ProviderError> {
         if let Some(key) = &self.api_key {
-            return Ok(Some(key.clone()));
+            return Ok(Some(ApiKey::new(key.clone())));
         }
         let variable = self
             .api_key_env
             .clone()
             .unwrap_or_else(|| default_env.to_owned());
         match std::env::var(&variable) {
-            Ok(key) if !key.trim().is_empty() => Ok(Some(key)),
+            Ok(key) if !key.trim().is_empty() => Ok(Some(ApiKey::from_variable(variable, key))),
             _ if required || self.api_key_env.is_some() => {
                 Err(ProviderError::MissingApiKey { provider, variable })
             }
@@ -271,6 +276,21 @@ mod tests {
                 provider: Some(ProviderKind::Local),
                 ..ModelConfig::default()
             }
+        );
+    }
+
+    #[test]
+    fn the_timeout_setting_raises_both_waits() {
+        let config = ModelConfig {
+            timeout: Some(HumanDuration(std::time::Duration::from_secs(600))),
+            ..ModelConfig::default()
+        };
+        let options = config.http_options();
+        assert_eq!(options.timeout.as_secs(), 600);
+        assert_eq!(
+            options.idle_timeout.as_secs(),
+            600,
+            "a stalled stream names it too"
         );
     }
 

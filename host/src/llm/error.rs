@@ -1,6 +1,11 @@
-//! What can go wrong talking to a model.
+//! What can go wrong talking to a model, and where an API key came from (so that an error can
+//! say which one to fix).
 
+use std::fmt;
 use std::time::Duration;
+
+/// The cause of a [`ProviderError`] that is not a `reqwest` error.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a request to a model failed.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +21,19 @@ pub enum ProviderError {
         provider: &'static str,
         /// The environment variable it reads.
         variable: String,
+    },
+
+    /// The server refused the API key, or the request without one (401 or 403).
+    #[error("{server} answered {status}: {message}; {}", key_advice(key))]
+    Unauthorized {
+        /// The server.
+        server: String,
+        /// The HTTP status: 401 or 403.
+        status: u16,
+        /// The error message from the body (or the start of the body).
+        message: String,
+        /// Where the key that was sent came from.
+        key: KeyOrigin,
     },
 
     /// The server said the model cannot use tools.
@@ -43,22 +61,51 @@ pub enum ProviderError {
         attempts: u32,
     },
 
-    /// No answer came in time.
-    #[error("{server} did not answer within {}", humantime::format_duration(*limit))]
+    /// No answer came in time: none at all within the request's limit, or a streamed answer
+    /// went silent for longer than the idle limit.
+    #[error(
+        "{server} {}; if the model needs longer, raise `timeout` in the manifest's [model] \
+         section ({} in code)",
+        waited(*stalled, *limit),
+        if *stalled { "`HttpOptions::idle_timeout`" } else { "`HttpOptions::timeout`" }
+    )]
     Timeout {
         /// The server.
         server: String,
         /// The limit.
         limit: Duration,
+        /// Whether a streamed answer had begun and then went silent.
+        stalled: bool,
     },
 
-    /// The server could not be reached, or the connection broke.
-    #[error("cannot reach {server}: {message}")]
+    /// The server could not be reached.
+    #[error("cannot reach {server}: check `base_url` and that the server is up")]
     Connection {
         /// The server.
         server: String,
-        /// What happened.
-        message: String,
+        /// What the HTTP client saw.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The connection broke while the answer was coming in.
+    #[error("the connection to {server} broke in the middle of the answer")]
+    Disconnected {
+        /// The server.
+        server: String,
+        /// What the HTTP client saw.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The HTTP client could not be set up (its TLS backend, say).
+    #[error("cannot set up an HTTP client for {server}")]
+    Client {
+        /// The server.
+        server: String,
+        /// What the HTTP client library said.
+        #[source]
+        source: reqwest::Error,
     },
 
     /// The answer did not follow the wire format.
@@ -66,8 +113,11 @@ pub enum ProviderError {
     Protocol {
         /// The server.
         server: String,
-        /// What is wrong with it.
+        /// What is wrong with it, naming the field: `choices[0].message.tool_calls[1].function.name is missing`.
         message: String,
+        /// The parser's error, when a body or event was not JSON or not text at all.
+        #[source]
+        source: Option<BoxError>,
     },
 
     /// The local model server could not be started.
@@ -83,12 +133,183 @@ impl ProviderError {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::MissingApiKey { .. } => "missing_api_key",
+            Self::Unauthorized { .. } => "unauthorized",
             Self::ToolsNotSupported { .. } => "tools_not_supported",
             Self::Status { .. } => "status",
             Self::Timeout { .. } => "timeout",
             Self::Connection { .. } => "connection",
+            Self::Disconnected { .. } => "disconnected",
+            Self::Client { .. } => "client",
             Self::Protocol { .. } => "protocol",
             Self::Local { .. } => "local",
         }
+    }
+}
+
+fn waited(stalled: bool, limit: Duration) -> String {
+    let limit = humantime::format_duration(limit);
+    if stalled {
+        format!("sent nothing for {limit} in the middle of a streamed answer")
+    } else {
+        format!("did not answer within {limit}")
+    }
+}
+
+fn key_advice(key: &KeyOrigin) -> String {
+    match key {
+        KeyOrigin::Variable(variable) => {
+            format!("check the API key in the environment variable {variable}")
+        }
+        KeyOrigin::Given => "check the API key set by `api_key` in the manifest's [model] \
+                             section (or given to the provider in code)"
+            .to_owned(),
+        KeyOrigin::None => "no API key was sent: put one in an environment variable and name \
+                            that variable in `api_key_env` in the manifest's [model] section"
+            .to_owned(),
+    }
+}
+
+/// An API key, and the environment variable it came from. Its `Debug` does not show the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// The key.
+    pub value: String,
+    /// The environment variable it was read from; `None` when it was given directly (the
+    /// manifest's `api_key`, or code).
+    pub variable: Option<String>,
+}
+
+impl ApiKey {
+    /// A key given directly.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            variable: None,
+        }
+    }
+
+    /// A key read from the environment variable `variable`.
+    pub fn from_variable(variable: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            value: value.into(),
+            variable: Some(variable.into()),
+        }
+    }
+
+    /// Where it came from, for errors.
+    pub(crate) fn origin(key: Option<&ApiKey>) -> KeyOrigin {
+        match key {
+            None => KeyOrigin::None,
+            Some(ApiKey {
+                variable: Some(variable),
+                ..
+            }) => KeyOrigin::Variable(variable.clone()),
+            Some(_) => KeyOrigin::Given,
+        }
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKey")
+            .field("value", &"<hidden>")
+            .field("variable", &self.variable)
+            .finish()
+    }
+}
+
+impl From<&str> for ApiKey {
+    fn from(value: &str) -> Self {
+        Self::new(value)
+    }
+}
+
+impl From<String> for ApiKey {
+    fn from(value: String) -> Self {
+        Self::new(value)
+    }
+}
+
+/// Where the API key of a refused request came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyOrigin {
+    /// No key was sent.
+    None,
+    /// The key was given directly: the manifest's `api_key`, or code.
+    Given,
+    /// The key was read from this environment variable.
+    Variable(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unauthorized(status: u16, key: KeyOrigin) -> String {
+        ProviderError::Unauthorized {
+            server: "https://api.example.com/v1".into(),
+            status,
+            message: "invalid x-api-key".into(),
+            key,
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn a_refused_key_names_where_it_came_from() {
+        assert_eq!(
+            unauthorized(401, KeyOrigin::Variable("ANTHROPIC_API_KEY".into())),
+            "https://api.example.com/v1 answered 401: invalid x-api-key; check the API key in \
+             the environment variable ANTHROPIC_API_KEY"
+        );
+        let given = unauthorized(403, KeyOrigin::Given);
+        assert!(given.contains("403: invalid x-api-key"), "{given}");
+        assert!(
+            given.contains("`api_key` in the manifest's [model] section"),
+            "{given}"
+        );
+        let none = unauthorized(401, KeyOrigin::None);
+        assert!(none.contains("no API key was sent"), "{none}");
+        assert!(none.contains("`api_key_env`"), "{none}");
+    }
+
+    #[test]
+    fn a_timeout_names_the_setting_to_raise() {
+        let error = ProviderError::Timeout {
+            server: "http://127.0.0.1:8080/v1".into(),
+            limit: Duration::from_secs(300),
+            stalled: false,
+        };
+        assert_eq!(
+            error.to_string(),
+            "http://127.0.0.1:8080/v1 did not answer within 5m; if the model needs longer, \
+             raise `timeout` in the manifest's [model] section (`HttpOptions::timeout` in code)"
+        );
+        let stalled = ProviderError::Timeout {
+            server: "http://127.0.0.1:8080/v1".into(),
+            limit: Duration::from_secs(120),
+            stalled: true,
+        };
+        assert_eq!(
+            stalled.to_string(),
+            "http://127.0.0.1:8080/v1 sent nothing for 2m in the middle of a streamed answer; if \
+             the model needs longer, raise `timeout` in the manifest's [model] section \
+             (`HttpOptions::idle_timeout` in code)"
+        );
+    }
+
+    #[test]
+    fn an_api_key_is_never_printed() {
+        let key = ApiKey::from_variable("OPENAI_API_KEY", "sk-secret");
+        let shown = format!("{key:?}");
+        assert!(!shown.contains("sk-secret"), "{shown}");
+        assert!(shown.contains("OPENAI_API_KEY"), "{shown}");
+        assert_eq!(
+            ApiKey::origin(Some(&key)),
+            KeyOrigin::Variable("OPENAI_API_KEY".into())
+        );
+        assert_eq!(ApiKey::origin(Some(&"k".into())), KeyOrigin::Given);
+        assert_eq!(ApiKey::origin(None), KeyOrigin::None);
     }
 }

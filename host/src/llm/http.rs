@@ -5,8 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::ProviderError;
-use super::sse;
+use super::error::KeyOrigin;
+use super::wire::{WireError, excerpt};
+use super::{ProviderError, sse};
 
 /// How requests to a model server are made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,37 +43,43 @@ impl Default for HttpOptions {
 pub(crate) struct HttpClient {
     client: reqwest::Client,
     options: HttpOptions,
+    /// Where the key sent to the server came from, for a 401 or 403.
+    key: KeyOrigin,
     /// The server's base URL, for messages.
     pub(crate) server: String,
 }
 
 impl HttpClient {
-    pub(crate) fn new(server: &str, options: HttpOptions) -> Result<Self, ProviderError> {
+    pub(crate) fn new(
+        server: &str,
+        options: HttpOptions,
+        key: KeyOrigin,
+    ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(15))
             .build()
-            .map_err(|e| ProviderError::Connection {
+            .map_err(|source| ProviderError::Client {
                 server: server.to_owned(),
-                message: format!("cannot set up an HTTP client: {e}"),
+                source,
             })?;
         Ok(Self {
             client,
             options,
+            key,
             server: server.to_owned(),
         })
     }
 
-    /// POSTs `body` as JSON to `url`, retrying as [`HttpOptions`] says, and returns the first
+    /// POSTs `body` (JSON) to `url`, retrying as [`HttpOptions`] says, and returns the first
     /// successful response (its body not read yet).
     pub(crate) async fn post(
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &Value,
+        body: Vec<u8>,
         stream: bool,
     ) -> Result<reqwest::Response, ProviderError> {
-        let body = serde_json::to_vec(body)
-            .map_err(|e| self.protocol(format!("cannot encode the request: {e}")))?;
+        let body = bytes::Bytes::from(body);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -91,12 +98,15 @@ impl HttpClient {
             let (retryable, error, wait) = match sent {
                 Err(_) => (true, self.timeout(), None),
                 Ok(Err(error)) if error.is_timeout() => (true, self.timeout(), None),
-                Ok(Err(error)) => (true, self.connection(&error), None),
+                Ok(Err(source)) => (true, self.connection(source), None),
                 Ok(Ok(response)) if response.status().is_success() => return Ok(response),
                 Ok(Ok(response)) => {
                     let status = response.status().as_u16();
                     let wait = retry_after(response.headers());
-                    let text = response.text().await.unwrap_or_default();
+                    let text = match response.text().await {
+                        Ok(text) => text,
+                        Err(error) => format!("(the error body could not be read: {error})"),
+                    };
                     let error = self.status_error(status, &text, attempt);
                     let retryable = matches!(status, 408 | 429 | 500 | 502 | 503 | 504 | 529)
                         && !matches!(error, ProviderError::ToolsNotSupported { .. });
@@ -118,11 +128,18 @@ impl HttpClient {
         let bytes = match tokio::time::timeout(self.options.timeout, response.bytes()).await {
             Err(_) => return Err(self.timeout()),
             Ok(Err(error)) if error.is_timeout() => return Err(self.timeout()),
-            Ok(Err(error)) => return Err(self.connection(&error)),
+            Ok(Err(source)) => return Err(self.disconnected(source)),
             Ok(Ok(bytes)) => bytes,
         };
-        serde_json::from_slice(&bytes)
-            .map_err(|e| self.protocol(format!("the body is not JSON ({e})")))
+        serde_json::from_slice(&bytes).map_err(|source| {
+            self.protocol(WireError::with_source(
+                format!(
+                    "the body is not JSON: {}",
+                    excerpt(&String::from_utf8_lossy(&bytes))
+                ),
+                source,
+            ))
+        })
     }
 
     /// Reads an event stream, handing each event to `on_event` until it returns `true` (the
@@ -133,7 +150,6 @@ impl HttpClient {
         mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
     ) -> Result<(), ProviderError> {
         let mut parser = sse::Parser::default();
-        let mut received = 0usize;
         loop {
             let chunk =
                 match tokio::time::timeout(self.options.idle_timeout, response.chunk()).await {
@@ -141,28 +157,22 @@ impl HttpClient {
                         return Err(ProviderError::Timeout {
                             server: self.server.clone(),
                             limit: self.options.idle_timeout,
+                            stalled: true,
                         });
                     }
-                    Ok(Err(error)) => {
-                        return Err(ProviderError::Connection {
-                            server: self.server.clone(),
-                            message: format!(
-                                "the stream broke after {received} bytes ({})",
-                                error_chain(&error)
-                            ),
-                        });
-                    }
+                    Ok(Err(source)) => return Err(self.disconnected(source)),
                     Ok(Ok(None)) => {
                         if parser.has_partial() {
-                            return Err(
-                                self.protocol("the stream ended in the middle of an event".into())
-                            );
+                            return Err(self.protocol(
+                                "the stream ended in the middle of an event"
+                                    .to_owned()
+                                    .into(),
+                            ));
                         }
                         return Ok(());
                     }
                     Ok(Ok(Some(chunk))) => chunk,
                 };
-            received += chunk.len();
             for event in parser.feed(&chunk).map_err(|e| self.protocol(e))? {
                 if on_event(event)? {
                     return Ok(());
@@ -171,10 +181,12 @@ impl HttpClient {
         }
     }
 
-    pub(crate) fn protocol(&self, message: String) -> ProviderError {
+    /// A protocol error from this server.
+    pub(crate) fn protocol(&self, error: WireError) -> ProviderError {
         ProviderError::Protocol {
             server: self.server.clone(),
-            message,
+            message: error.message,
+            source: error.source,
         }
     }
 
@@ -182,13 +194,21 @@ impl HttpClient {
         ProviderError::Timeout {
             server: self.server.clone(),
             limit: self.options.timeout,
+            stalled: false,
         }
     }
 
-    fn connection(&self, error: &reqwest::Error) -> ProviderError {
+    fn connection(&self, source: reqwest::Error) -> ProviderError {
         ProviderError::Connection {
             server: self.server.clone(),
-            message: error_chain(error),
+            source,
+        }
+    }
+
+    fn disconnected(&self, source: reqwest::Error) -> ProviderError {
+        ProviderError::Disconnected {
+            server: self.server.clone(),
+            source,
         }
     }
 
@@ -198,6 +218,14 @@ impl HttpClient {
             return ProviderError::ToolsNotSupported {
                 server: self.server.clone(),
                 message,
+            };
+        }
+        if matches!(status, 401 | 403) {
+            return ProviderError::Unauthorized {
+                server: self.server.clone(),
+                status,
+                message,
+                key: self.key.clone(),
             };
         }
         ProviderError::Status {
@@ -267,17 +295,6 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     )
 }
 
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +328,64 @@ mod tests {
             "tools param requires --jinja flag"
         ));
         assert!(!mentions_tools_unsupported("Invalid API key"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_connection_says_what_to_check_and_keeps_its_cause() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = format!("http://{}/v1", listener.local_addr().unwrap());
+        drop(listener);
+        let options = HttpOptions {
+            max_retries: 0,
+            ..HttpOptions::default()
+        };
+        let client = HttpClient::new(&server, options, KeyOrigin::None).unwrap();
+        let error = client
+            .post(
+                &format!("{server}/chat/completions"),
+                &[],
+                b"{}".to_vec(),
+                false,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("cannot reach {server}: check `base_url` and that the server is up")
+        );
+        let source = std::error::Error::source(&error).expect("the cause is kept");
+        let reqwest = source
+            .downcast_ref::<reqwest::Error>()
+            .expect("as reqwest's error");
+        assert!(reqwest.is_connect(), "{reqwest:?}");
+    }
+
+    #[test]
+    fn refused_keys_and_other_statuses_are_told_apart() {
+        let client = HttpClient::new(
+            "https://api.example.com",
+            HttpOptions::default(),
+            KeyOrigin::Variable("EXAMPLE_KEY".into()),
+        )
+        .unwrap();
+        let body = r#"{"error":{"message":"bad key"}}"#;
+        for status in [401, 403] {
+            let error = client.status_error(status, body, 1);
+            assert!(
+                matches!(error, ProviderError::Unauthorized { .. }),
+                "{status}: {error}"
+            );
+            assert!(
+                error.to_string().ends_with(
+                    "bad key; check the API key in the environment variable EXAMPLE_KEY"
+                ),
+                "{error}"
+            );
+        }
+        assert!(matches!(
+            client.status_error(404, body, 1),
+            ProviderError::Status { status: 404, .. }
+        ));
     }
 
     #[test]

@@ -23,10 +23,10 @@ use serde_json::Value;
 
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::{LocalFormat, ModelConfig, ProviderKind};
-pub use error::ProviderError;
+pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
 pub use openai::{OpenAi, OpenAiProvider};
-pub use wire::{WireFormat, WireProvider};
+pub use wire::WireProvider;
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +60,11 @@ pub enum Message {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images the tool returned with its result (an MCP server's image content). A
+        /// format that accepts images in tool results sends them as images; others say in
+        /// the text that an image was returned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<crate::ToolImage>,
     },
 }
 
@@ -163,24 +168,12 @@ pub enum FinishReason {
 }
 
 /// Token counts, when the server reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of the request.
     pub input_tokens: u64,
     /// Tokens generated.
     pub output_tokens: u64,
-}
-
-impl Usage {
-    /// The counts in `value["usage"]`, under the format's names for them.
-    pub(crate) fn from_json(value: &Value, input: &str, output: &str) -> Option<Usage> {
-        let usage = value.get("usage").filter(|u| u.is_object())?;
-        let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-        Some(Usage {
-            input_tokens: count(input),
-            output_tokens: count(output),
-        })
-    }
 }
 
 impl std::ops::Add for Usage {
@@ -226,6 +219,15 @@ impl fmt::Debug for dyn Provider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.describe())
     }
+}
+
+/// What stands for an image in a tool result where the format cannot carry it.
+pub(crate) fn image_note(image: &crate::ToolImage) -> String {
+    format!(
+        "[the tool also returned an image ({}, {}), which cannot be shown here]",
+        image.mime_type,
+        crate::sandbox::format_bytes(image.size() as u64)
+    )
 }
 
 /// Parses a tool call's arguments: `None` when they are not a JSON object. Empty arguments

@@ -1,18 +1,22 @@
 //! One provider for every wire format: what differs between formats (URL, headers, request
 //! body, answer, stream events) is a [`WireFormat`]; sending, retrying and streaming are the
-//! same for all.
+//! same for all. The formats are this crate's own: [`WireFormat`] is not public, so a
+//! [`WireProvider`] speaks OpenAI's format or Anthropic's and nothing else.
 
 use std::marker::PhantomData;
 
 use futures::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::error::BoxError;
 use super::http::{HttpClient, HttpOptions};
 use super::sse::Event;
-use super::{ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
 
 /// What a wire format decides.
-pub trait WireFormat: Send + Sync + 'static {
+pub(crate) trait WireFormat: Send + Sync + 'static {
     /// The format's name, for messages.
     const NAME: &'static str;
 
@@ -23,76 +27,80 @@ pub trait WireFormat: Send + Sync + 'static {
     fn url(base: &str) -> String;
 
     /// The headers of every request.
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)>;
+    fn headers(api_key: Option<&ApiKey>) -> Vec<(&'static str, String)>;
 
-    /// The JSON body of a request.
-    fn body(model: &str, request: &ChatRequest) -> Value;
+    /// The body of a request.
+    fn body<'a>(model: &'a str, request: &'a ChatRequest) -> impl Serialize + 'a;
 
     /// Reads a whole (not streamed) answer.
-    fn parse(value: &Value) -> Result<ChatResponse, String>;
+    fn parse(value: Value) -> Result<ChatResponse, WireError>;
 
     /// Takes one event of a streamed answer; `Ok(true)` when it is the stream's last.
     fn apply(
         stream: &mut Self::Stream,
         event: &Event,
         on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<bool, String>;
+    ) -> Result<bool, WireError>;
 
     /// The streamed answer, once the stream is over.
-    fn finish(stream: Self::Stream) -> Result<ChatResponse, String>;
+    fn finish(stream: Self::Stream) -> Result<ChatResponse, WireError>;
 }
 
-/// A model behind an endpoint of wire format `F`.
+/// A model behind an endpoint of wire format `F`: [`OpenAiProvider`](super::OpenAiProvider)
+/// or [`AnthropicProvider`](super::AnthropicProvider).
 #[derive(Debug, Clone)]
 pub struct WireProvider<F> {
     http: HttpClient,
     url: String,
     model: String,
-    api_key: Option<String>,
+    api_key: Option<ApiKey>,
     format: PhantomData<fn() -> F>,
 }
 
-impl<F: WireFormat> WireProvider<F> {
-    /// `model` at `base_url`, sending `api_key` as the format sends keys when there is one.
-    pub fn new(
-        base_url: &str,
-        model: &str,
-        api_key: Option<String>,
-        options: HttpOptions,
-    ) -> Result<Self, ProviderError> {
-        let base = base_url.trim_end_matches('/');
-        Ok(Self {
-            http: HttpClient::new(base, options)?,
-            url: F::url(base),
-            model: model.to_owned(),
-            api_key,
-            format: PhantomData,
-        })
-    }
+/// A provider of format `F` for `model` at `base_url`, sending `api_key` as the format sends
+/// keys when there is one.
+pub(crate) fn provider<F: WireFormat>(
+    base_url: &str,
+    model: &str,
+    api_key: Option<ApiKey>,
+    options: HttpOptions,
+) -> Result<WireProvider<F>, ProviderError> {
+    let base = base_url.trim_end_matches('/');
+    Ok(WireProvider {
+        http: HttpClient::new(base, options, ApiKey::origin(api_key.as_ref()))?,
+        url: F::url(base),
+        model: model.to_owned(),
+        api_key,
+        format: PhantomData,
+    })
+}
 
-    async fn send(
-        &self,
-        request: &ChatRequest,
-        on_text: &mut (dyn FnMut(&str) + Send),
-    ) -> Result<ChatResponse, ProviderError> {
-        let body = F::body(&self.model, request);
-        let headers = F::headers(self.api_key.as_deref());
-        let response = self
-            .http
-            .post(&self.url, &headers, &body, request.stream)
-            .await?;
-        if !request.stream {
-            let value = self.http.json(response).await?;
-            return F::parse(&value).map_err(|e| self.http.protocol(e));
-        }
-        let mut stream = F::Stream::default();
-        self.http
-            .events(response, |event| {
-                F::apply(&mut stream, &event, on_text).map_err(|e| self.http.protocol(e))
-            })
-            .await?;
-        F::finish(stream).map_err(|e| self.http.protocol(e))
+async fn send<F: WireFormat>(
+    provider: &WireProvider<F>,
+    request: &ChatRequest,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<ChatResponse, ProviderError> {
+    let http = &provider.http;
+    let body = serde_json::to_vec(&F::body(&provider.model, request)).map_err(|source| {
+        http.protocol(WireError::with_source(
+            "cannot encode the request".to_owned(),
+            source,
+        ))
+    })?;
+    let headers = F::headers(provider.api_key.as_ref());
+    let response = http
+        .post(&provider.url, &headers, body, request.stream)
+        .await?;
+    if !request.stream {
+        let value = http.json(response).await?;
+        return F::parse(value).map_err(|e| http.protocol(e));
     }
+    let mut stream = F::Stream::default();
+    http.events(response, |event| {
+        F::apply(&mut stream, &event, on_text).map_err(|e| http.protocol(e))
+    })
+    .await?;
+    F::finish(stream).map_err(|e| http.protocol(e))
 }
 
 impl<F: WireFormat> Provider for WireProvider<F> {
@@ -110,12 +118,124 @@ impl<F: WireFormat> Provider for WireProvider<F> {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(self.send(request, on_text))
+        Box::pin(send(self, request, on_text))
     }
 }
 
+/// What is wrong with an answer, in the words of the wire format's reader, and the cause
+/// when a lower parser (JSON, UTF-8) failed.
+#[derive(Debug)]
+pub(crate) struct WireError {
+    pub(crate) message: String,
+    pub(crate) source: Option<BoxError>,
+}
+
+impl WireError {
+    pub(crate) fn with_source(
+        message: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message,
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+impl From<String> for WireError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            source: None,
+        }
+    }
+}
+
+/// Reads `value` as a `T`. What does not fit is named by its path in the JSON, prefixed by
+/// `within` (such as `a content_block_delta event`) when given:
+/// `choices[0].message.tool_calls[1].function.name is missing`, or
+/// `choices[0].delta.content: invalid type: integer `3`, expected a string`.
+pub(crate) fn decode<T: DeserializeOwned>(
+    value: Value,
+    within: Option<&str>,
+) -> Result<T, WireError> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner().to_string();
+        // serde says `missing field `name`` (and, reading a `Value`, gives no position).
+        let missing = inner
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.strip_suffix('`'));
+        let message = match (missing, path.as_str()) {
+            (Some(field), ".") => format!("{field} is missing"),
+            (Some(field), path) => format!("{path}.{field} is missing"),
+            (None, ".") => inner,
+            (None, path) => format!("{path}: {inner}"),
+        };
+        match within {
+            Some(within) => format!("in {within}, {message}"),
+            None => message,
+        }
+        .into()
+    })
+}
+
 /// An event's data as JSON.
-pub(crate) fn event_json(event: &Event) -> Result<Value, String> {
-    serde_json::from_str(&event.data)
-        .map_err(|e| format!("a stream event is not JSON ({e}): {}", event.data))
+pub(crate) fn event_json(event: &Event) -> Result<Value, WireError> {
+    serde_json::from_str(&event.data).map_err(|source| {
+        WireError::with_source(
+            format!("a stream event is not JSON: {}", excerpt(&event.data)),
+            source,
+        )
+    })
+}
+
+/// The start of `text`, to quote in a message.
+pub(crate) fn excerpt(text: &str) -> String {
+    const MAX: usize = 200;
+    let text = text.trim();
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)] // Read by Debug only.
+    struct Outer {
+        items: Vec<Inner>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        name: String,
+    }
+
+    #[test]
+    fn decoding_names_the_field_that_does_not_fit() {
+        let missing = decode::<Outer>(json!({"items": [{"name": "a"}, {}]}), None).unwrap_err();
+        assert_eq!(missing.message, "items[1].name is missing");
+        let wrong = decode::<Outer>(json!({"items": [{"name": 3}]}), Some("a chunk")).unwrap_err();
+        assert_eq!(
+            wrong.message,
+            "in a chunk, items[0].name: invalid type: integer `3`, expected a string"
+        );
+        let top = decode::<Outer>(json!({}), None).unwrap_err();
+        assert_eq!(top.message, "items is missing");
+    }
+
+    #[test]
+    fn excerpts_are_bounded() {
+        assert_eq!(excerpt(" short "), "short");
+        let long = "é".repeat(500);
+        assert_eq!(excerpt(&long).chars().count(), 203);
+    }
 }

@@ -169,6 +169,7 @@ impl Toolbox for Misbehave {
             Tool::new("fetch", "Fetches a URL.", fetch),
             Tool::new("count", "Counts its calls.", count),
             Tool::new("remember", "Keeps text in memory.", remember),
+            Tool::new("nothing", "Does its job and returns nothing.", |_: Nothing| Ok(())),
         ]
     }
 }

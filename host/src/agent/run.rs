@@ -1,0 +1,453 @@
+//! One run of the loop: model requests, the turns of tool calls they bring, the guards,
+//! approval pauses, `stop_at` and `on_error` ends.
+
+use std::collections::BTreeSet;
+
+use tracing::Instrument;
+
+use crate::CallContext;
+use crate::llm::{FinishReason, ToolCall, ToolChoice};
+
+use super::approval::{Approval, Decision, PendingCall};
+use super::audit::AuditTrail;
+use super::execute::{self, Approved, InvalidCall, ToolExecution, check_call};
+use super::guard::RepeatedFailure;
+use super::state::{RunState, Turn};
+use super::{
+    Agent, AgentError, AgentEvent, Conversation, RunEnd, RunOptions, RunResult, Step, UnknownTool,
+};
+
+/// How a turn left the run.
+enum TurnEnd {
+    /// It goes on with another request.
+    Continue,
+    /// A `stop_at` tool answered: this is the answer.
+    Stop(String),
+    /// A tool whose failures end the run failed.
+    ToolFailed { tool: String, error: String },
+    /// The same call failed once too often.
+    RepeatedFailure(RepeatedFailure),
+}
+
+/// What to do with one call of a turn.
+enum Plan {
+    /// It cannot run.
+    Invalid(InvalidCall),
+    /// It is answered without running: from an earlier identical call, or with a rejection.
+    Answered(ToolExecution),
+    /// It runs.
+    Run(Approval),
+}
+
+impl Agent {
+    /// Runs the loop on `conversation` (which should end with the user's message) until the
+    /// model answers, a `stop_at` tool answers, calls wait for approval (the run pauses: see
+    /// [`Agent::resume`]), or the round limit is reached. The conversation keeps every
+    /// message, so a chat can go on with another user message.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<RunResult, AgentError> {
+        if let Some(run) = conversation.paused_run() {
+            return Err(AgentError::RunPaused {
+                run_id: run.run_id().to_owned(),
+            });
+        }
+        self.drive(conversation, RunState::new(), options, events)
+            .await
+    }
+
+    /// Goes on with the run paused in `conversation`, once its pending calls are decided
+    /// ([`Conversation::approve`], [`Conversation::reject`], ...): approved calls run,
+    /// rejected ones go to the model as rejections with their reasons. Calls still undecided
+    /// leave the run paused. `options` should be the ones the run started with.
+    pub async fn resume(
+        &self,
+        conversation: &mut Conversation,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<RunResult, AgentError> {
+        let state = conversation.take_run().ok_or(AgentError::NothingToResume)?;
+        self.drive(conversation, state, options, events).await
+    }
+
+    /// Runs `calls` (pending calls of `conversation`, as [`Agent::step`] returned them) in
+    /// the sandbox, concurrently, and submits their results: the caller-controlled mode's
+    /// way to let toolhost run some or all of the calls it was handed. The caller decided to
+    /// run them, so approval rules do not apply; the audit log does. Calls that cannot run
+    /// (a tool not offered, arguments that are not a JSON object) are answered with what was
+    /// wrong and reported as [`AgentEvent::InvalidCall`].
+    pub async fn run_calls(
+        &self,
+        conversation: &mut Conversation,
+        calls: &[ToolCall],
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<Vec<ToolExecution>, AgentError> {
+        let offered: BTreeSet<String> = self
+            .offered(conversation.messages(), options)
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        let state = RunState::new();
+        let audit = self.audit_trail(&state);
+        let round = conversation.turns();
+        let mut to_run = Vec::new();
+        for call in calls {
+            match check_call(call, &offered, round) {
+                Some(invalid) => {
+                    audit.invalid(&invalid)?;
+                    events(AgentEvent::InvalidCall { call: &invalid });
+                    conversation.submit(&call.id, Err(invalid.message))?;
+                }
+                None => to_run.push(Approved {
+                    call,
+                    approval: Approval::NotRequired,
+                }),
+            }
+        }
+        let done = execute::execute_calls(
+            &self.toolbox,
+            &to_run,
+            &context(options),
+            round,
+            self.options.max_parallel_calls,
+            &audit,
+            events,
+        )
+        .await?;
+        for execution in &done {
+            conversation.submit_with_images(
+                &execution.call_id,
+                execution.result(),
+                execution.images.clone(),
+            )?;
+        }
+        Ok(done)
+    }
+
+    async fn drive(
+        &self,
+        conversation: &mut Conversation,
+        mut state: RunState,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<RunResult, AgentError> {
+        let span = tracing::info_span!(
+            "agent_run",
+            model = %self.provider.describe(),
+            run_id = state.run_id()
+        );
+        async move {
+            loop {
+                if let Some(turn) = state.take_ready_turn() {
+                    let end = self
+                        .finish_turn(conversation, &mut state, turn, options, events)
+                        .await?;
+                    match end {
+                        TurnEnd::Continue => {}
+                        TurnEnd::Stop(text) => {
+                            return Ok(state.into_result(text, RunEnd::ReturnDirect));
+                        }
+                        TurnEnd::ToolFailed { tool, error } => {
+                            return Err(AgentError::ToolFailed {
+                                tool,
+                                error,
+                                record: state.into_record(),
+                            });
+                        }
+                        TurnEnd::RepeatedFailure(failed) => {
+                            return Err(AgentError::RepeatedFailure {
+                                tool: failed.tool,
+                                arguments: failed.arguments,
+                                error: failed.error,
+                                count: failed.count,
+                                record: state.into_record(),
+                            });
+                        }
+                    }
+                } else if state.is_waiting() {
+                    let result = state.paused_result();
+                    conversation.park_run(state);
+                    return Ok(result);
+                }
+                if state.rounds() >= self.options.max_rounds {
+                    return Err(AgentError::RoundLimit {
+                        limit: self.options.max_rounds,
+                        record: state.into_record(),
+                    });
+                }
+                let first = state.rounds() == 0;
+                // After a repeated call the model has what it needs: no tools, so it answers.
+                let tools = if state.guard_mut().take_answer_next() {
+                    Vec::new()
+                } else {
+                    // A source whose tools changed during the last turn (an MCP server said
+                    // so) lists them again now, so the model is offered what exists.
+                    self.toolbox.refresh().await;
+                    self.offered(conversation.messages(), options)
+                };
+                let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let tool_choice = if first {
+                    options.tool_choice.clone()
+                } else {
+                    after_first_round(&options.tool_choice)
+                };
+                let round = state.rounds() + 1;
+                let reply = self
+                    .request(conversation, tools, tool_choice, round, events)
+                    .await?;
+                state.count_request(reply.usage);
+                let audit = self.audit_trail(&state);
+                let mut cut_off = Vec::new();
+                for call in &reply.cut_off {
+                    let invalid = self.cut_off(call, round);
+                    audit.invalid(&invalid)?;
+                    events(AgentEvent::InvalidCall { call: &invalid });
+                    cut_off.push(invalid);
+                }
+                for invalid in cut_off {
+                    state.push_invalid(invalid);
+                }
+                match reply.step {
+                    None => {
+                        return Err(AgentError::Truncated {
+                            max_tokens: self.options.max_tokens,
+                            record: state.into_record(),
+                        });
+                    }
+                    Some(Step::Answer { text, finish }) => {
+                        let end = if finish == FinishReason::Length {
+                            RunEnd::Truncated
+                        } else {
+                            RunEnd::Answered
+                        };
+                        return Ok(state.into_result(text, end));
+                    }
+                    Some(Step::ToolCalls(calls)) => {
+                        let turn = self.new_turn(&state, calls, offered, round, options);
+                        state.set_turn(turn);
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The turn of `calls`, with the calls that need approval marked (those of tools approved
+    /// for the run are decided already).
+    fn new_turn(
+        &self,
+        state: &RunState,
+        calls: Vec<ToolCall>,
+        offered: BTreeSet<String>,
+        round: usize,
+        options: &RunOptions,
+    ) -> Turn {
+        let mut approvals = Vec::new();
+        for call in &calls {
+            let runs = check_call(call, &offered, round).is_none()
+                && state.guard().earlier(&call.name, &call.arguments).is_none();
+            if !runs {
+                continue;
+            }
+            let origin = self.toolbox.origin(&call.name);
+            let grants = self
+                .toolbox
+                .source_of(&call.name)
+                .and_then(|source| source.grants().cloned());
+            let mut pending = PendingCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                origin,
+                grants,
+                decision: None,
+            };
+            let needed = self.options.approval.requires(
+                &call.name,
+                pending.origin.as_ref(),
+                pending.grants.as_ref(),
+            ) || options
+                .needs_approval
+                .as_ref()
+                .is_some_and(|predicate| predicate(&pending));
+            if needed {
+                if state.approved_for_run(&call.name) {
+                    pending.decision = Some(Decision::ApproveForRun);
+                }
+                approvals.push(pending);
+            }
+        }
+        Turn {
+            round,
+            calls,
+            offered,
+            approvals,
+        }
+    }
+
+    /// Runs the calls of a decided turn and sends every result back; says whether the turn
+    /// ends the run.
+    async fn finish_turn(
+        &self,
+        conversation: &mut Conversation,
+        state: &mut RunState,
+        turn: Turn,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<TurnEnd, AgentError> {
+        let round = turn.round;
+        if self.options.unknown_tool == UnknownTool::Fail
+            && let Some(call) = turn.calls.iter().find(|c| !turn.offered.contains(&c.name))
+        {
+            return Err(AgentError::UnknownTool {
+                name: call.name.clone(),
+                available: turn.offered.iter().cloned().collect(),
+            });
+        }
+        let audit = self.audit_trail(state);
+        let plans: Vec<Plan> = turn
+            .calls
+            .iter()
+            .map(|call| {
+                if let Some(invalid) = check_call(call, &turn.offered, round) {
+                    return Plan::Invalid(invalid);
+                }
+                if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
+                    return Plan::Answered(ToolExecution::repeat(call, earlier, round));
+                }
+                match turn.decision(&call.id) {
+                    None => Plan::Run(Approval::NotRequired),
+                    Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved),
+                    Some(Some(Decision::ApproveForRun)) => Plan::Run(Approval::ApprovedForRun),
+                    Some(Some(Decision::Reject { reason })) => {
+                        Plan::Answered(ToolExecution::rejected(call, reason, round))
+                    }
+                    // `take_ready_turn` hands out decided turns only.
+                    Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round)),
+                }
+            })
+            .collect();
+        // What is settled without running goes to the audit log first.
+        for plan in &plans {
+            match plan {
+                Plan::Invalid(invalid) => {
+                    audit.invalid(invalid)?;
+                    events(AgentEvent::InvalidCall { call: invalid });
+                }
+                Plan::Answered(execution) => {
+                    audit.execution(execution)?;
+                    events(AgentEvent::ToolFinished { execution });
+                }
+                Plan::Run(_) => {}
+            }
+        }
+        let to_run: Vec<Approved<'_>> = turn
+            .calls
+            .iter()
+            .zip(&plans)
+            .filter_map(|(call, plan)| match plan {
+                Plan::Run(approval) => Some(Approved {
+                    call,
+                    approval: *approval,
+                }),
+                _ => None,
+            })
+            .collect();
+        let mut ran = execute::execute_calls(
+            &self.toolbox,
+            &to_run,
+            &context(options),
+            round,
+            self.options.max_parallel_calls,
+            &audit,
+            events,
+        )
+        .await?
+        .into_iter();
+
+        // Every result goes back, in call order.
+        let mut done = Vec::new();
+        let mut repeated_failure = None;
+        for (call, plan) in turn.calls.iter().zip(plans) {
+            let execution = match plan {
+                Plan::Invalid(invalid) => {
+                    conversation.submit(&call.id, Err(invalid.message.clone()))?;
+                    let failed = state.guard_mut().failed(
+                        &invalid.name,
+                        &invalid.arguments,
+                        &invalid.message,
+                    );
+                    repeated_failure = repeated_failure.or(failed);
+                    state.push_invalid(invalid);
+                    continue;
+                }
+                Plan::Answered(execution) => execution,
+                Plan::Run(_) => match ran.next() {
+                    Some(execution) => execution,
+                    None => continue,
+                },
+            };
+            conversation.submit_with_images(
+                &call.id,
+                execution.result(),
+                execution.images.clone(),
+            )?;
+            done.push(execution);
+        }
+        if done.iter().any(|e| e.repeat_of.is_some()) {
+            state.guard_mut().repeated();
+        }
+        let failed = state.guard_mut().record(&done);
+        let repeated_failure = repeated_failure.or(failed);
+        let fail_run = done
+            .iter()
+            .filter(|e| self.options.fail_run.contains(&e.name))
+            .find_map(|e| Some((e.name.clone(), e.error_message()?.to_owned())));
+        let stop: Vec<&str> = done
+            .iter()
+            .filter(|e| e.is_ok() && self.options.stop_at.contains(&e.name))
+            .map(|e| e.output.as_str())
+            .collect();
+        let end = if let Some((tool, error)) = fail_run {
+            TurnEnd::ToolFailed { tool, error }
+        } else if let Some(failed) = repeated_failure {
+            TurnEnd::RepeatedFailure(failed)
+        } else if !stop.is_empty() {
+            TurnEnd::Stop(stop.join("\n"))
+        } else {
+            TurnEnd::Continue
+        };
+        state.push_executions(done);
+        Ok(end)
+    }
+
+    fn audit_trail<'a>(&'a self, state: &'a RunState) -> AuditTrail<'a> {
+        AuditTrail {
+            sink: self.audit.as_ref(),
+            run_id: state.run_id(),
+            toolbox: &self.toolbox,
+        }
+    }
+}
+
+/// The context every call of a run gets.
+fn context(options: &RunOptions) -> CallContext {
+    CallContext {
+        call_id: String::new(),
+        values: options.context.clone(),
+    }
+}
+
+/// The tool choice of the rounds after the first: a forced choice (a tool, or `required`)
+/// applies to the first round only, or the model could never answer.
+fn after_first_round(choice: &ToolChoice) -> ToolChoice {
+    match choice {
+        ToolChoice::Required | ToolChoice::Tool(_) => ToolChoice::Auto,
+        other => other.clone(),
+    }
+}

@@ -1,0 +1,470 @@
+//! Tool selection: offer a request only the tools that fit it.
+//!
+//! A small model picks the right tool among three, not among twenty; a large one pays for
+//! every tool definition in every request. [`ToolIndex`] ranks the tools against the
+//! conversation with BM25 (the ranking of search engines) over each tool's name, description
+//! and parameter names and descriptions, and the agent offers the best `k`
+//! ([`ToolLimit::Top`]): `[model] tools = 3` in a manifest, the local model's default.
+//!
+//! The query is what the user said: the last user message, and the ones before it at half
+//! weight (so that "and in Paris?" still finds the weather). Tool results and the model's own
+//! text are left out, so a run offers the same tools from its first round to its last. A tool
+//! that shares no word with the request is not offered at all: a greeting gets no tools, and
+//! a plain answer.
+//!
+//! Words are compared lowercased, split at anything but letters and digits and between
+//! letters and digits (`sha256` also counts as `sha` and `256`, `square_root` as `square`
+//! and `root`), without common English words, and reduced to a crude stem (`adds`, `added`
+//! and `adding` all count as `add`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::llm::Message;
+use crate::{Catalog, ToolSpec};
+
+/// How many of the tools a request offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolLimit {
+    /// Every tool (that the run's [`ToolSelection`](super::ToolSelection) allows).
+    #[default]
+    All,
+    /// The `k` that best fit the conversation, and only those that share a word with it.
+    Top(usize),
+}
+
+impl fmt::Display for ToolLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::All => f.write_str("all"),
+            Self::Top(k) => write!(f, "{k}"),
+        }
+    }
+}
+
+impl FromStr for ToolLimit {
+    type Err = String;
+
+    /// `all`, or a number of tools (at least 1).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "all" => Ok(Self::All),
+            number => match number.parse::<usize>() {
+                Ok(k) if k > 0 => Ok(Self::Top(k)),
+                _ => Err(format!(
+                    "`{text}` is not a tool limit; write \"all\" or how many tools to offer, \
+                     such as 3"
+                )),
+            },
+        }
+    }
+}
+
+impl Serialize for ToolLimit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::All => serializer.serialize_str("all"),
+            Self::Top(k) => serializer.serialize_u64(*k as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolLimit {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Count(i64),
+            Text(String),
+        }
+        let text = match Raw::deserialize(deserializer)? {
+            Raw::Count(k) => k.to_string(),
+            Raw::Text(text) => text,
+        };
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// BM25's term-frequency saturation.
+const K1: f32 = 1.2;
+/// BM25's length normalization.
+const B: f32 = 0.75;
+/// How much a word counts in each part of a tool: its name says most about it.
+const NAME_WEIGHT: f32 = 3.0;
+const DESCRIPTION_WEIGHT: f32 = 2.0;
+const PARAMETER_WEIGHT: f32 = 1.0;
+/// The weight of the user messages before the last one (halved again for each earlier one).
+const EARLIER_MESSAGE_WEIGHT: f32 = 0.5;
+
+/// A search index over tools, for ranking them against a conversation.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::ToolSpec;
+/// use toolhost::agent::ToolIndex;
+///
+/// let tool = |name: &str, description: &str| ToolSpec {
+///     name: name.into(),
+///     description: description.into(),
+///     input_schema: json!({"type": "object"}),
+///     output_schema: None,
+///     requested: vec![],
+/// };
+/// let index = ToolIndex::new(&[
+///     tool("current_weather", "Gets the current weather for a city."),
+///     tool("add", "Adds two numbers and returns the sum."),
+/// ]);
+/// let ranked = index.rank_text("what's the weather in Oslo?");
+/// assert_eq!(index.name(ranked[0].0), "current_weather");
+/// assert_eq!(ranked.len(), 1, "add shares no word with the question");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ToolIndex {
+    names: Vec<String>,
+    /// Each tool's length in weighted words.
+    lengths: Vec<f32>,
+    average_length: f32,
+    /// For each word: the tools that have it, with its weighted count there.
+    postings: HashMap<String, Vec<(u32, f32)>>,
+}
+
+impl ToolIndex {
+    /// Indexes `tools`.
+    pub fn new<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
+        let mut index = Self::default();
+        let mut counts: HashMap<String, f32> = HashMap::new();
+        for (at, spec) in tools.into_iter().enumerate() {
+            counts.clear();
+            let mut add = |text: &str, weight: f32| {
+                for_each_word(text, |word| *counts.entry(word).or_default() += weight);
+            };
+            add(&spec.name, NAME_WEIGHT);
+            add(&spec.description, DESCRIPTION_WEIGHT);
+            parameter_text(&spec.input_schema, &mut add, 0);
+            let length: f32 = counts.values().sum();
+            for (word, count) in counts.drain() {
+                let at = u32::try_from(at).unwrap_or(u32::MAX);
+                index.postings.entry(word).or_default().push((at, count));
+            }
+            index.names.push(spec.name.clone());
+            index.lengths.push(length);
+        }
+        let total: f32 = index.lengths.iter().sum();
+        index.average_length = total / (index.lengths.len().max(1) as f32);
+        index
+    }
+
+    /// How many tools it holds.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The name of tool number `at` (in the order they were indexed).
+    pub fn name(&self, at: usize) -> &str {
+        &self.names[at]
+    }
+
+    /// The tools that share a word with `text`, best first: (tool number, score).
+    pub fn rank_text(&self, text: &str) -> Vec<(usize, f32)> {
+        let mut query = HashMap::new();
+        add_query(&mut query, text, 1.0);
+        self.rank_query(&query)
+    }
+
+    /// The tools that share a word with what the user said in `messages`, best first.
+    pub fn rank(&self, messages: &[Message]) -> Vec<(usize, f32)> {
+        self.rank_query(&conversation_query(messages))
+    }
+
+    fn rank_query(&self, query: &HashMap<String, f32>) -> Vec<(usize, f32)> {
+        let n = self.names.len() as f32;
+        let mut scores = vec![0.0f32; self.names.len()];
+        for (word, weight) in query {
+            let Some(postings) = self.postings.get(word) else {
+                continue;
+            };
+            let df = postings.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(at, count) in postings {
+                let at = at as usize;
+                let norm = 1.0 - B + B * self.lengths[at] / self.average_length.max(1.0);
+                scores[at] += weight * idf * count * (K1 + 1.0) / (count + K1 * norm);
+            }
+        }
+        let mut ranked: Vec<(usize, f32)> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, score)| score > 0.0)
+            .collect();
+        // Best first; equal scores keep the tools' own order.
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked
+    }
+}
+
+/// The index of the catalog seen last, rebuilt when the toolbox's tools change.
+#[derive(Default)]
+pub(crate) struct IndexCache(Mutex<Option<(Arc<Catalog>, Arc<ToolIndex>)>>);
+
+impl IndexCache {
+    /// The index of `catalog`.
+    pub(crate) fn get(&self, catalog: &Arc<Catalog>) -> Arc<ToolIndex> {
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, index)) = &*cached
+            && Arc::ptr_eq(seen, catalog)
+        {
+            return index.clone();
+        }
+        let index = Arc::new(ToolIndex::new(catalog.iter()));
+        *cached = Some((catalog.clone(), index.clone()));
+        index
+    }
+}
+
+/// The words of the user's messages, the last at full weight, earlier ones at less.
+fn conversation_query(messages: &[Message]) -> HashMap<String, f32> {
+    let mut query = HashMap::new();
+    let mut weight = 1.0;
+    for message in messages.iter().rev() {
+        if let Message::User { text } = message {
+            add_query(&mut query, text, weight);
+            weight *= EARLIER_MESSAGE_WEIGHT;
+            if weight < 0.05 {
+                break;
+            }
+        }
+    }
+    query
+}
+
+/// Adds the words of `text` to `query` at `weight` (a word counts once, at its highest).
+fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
+    for_each_word(text, |word| {
+        let entry = query.entry(word).or_insert(0.0);
+        *entry = entry.max(weight);
+    });
+}
+
+/// The parameter names and descriptions of a JSON schema, nested ones included.
+fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), depth: usize) {
+    if depth > 4 {
+        return;
+    }
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        add(name, PARAMETER_WEIGHT);
+        if let Some(description) = property.get("description").and_then(Value::as_str) {
+            add(description, PARAMETER_WEIGHT);
+        }
+        if let Some(values) = property.get("enum").and_then(Value::as_array) {
+            for value in values.iter().filter_map(Value::as_str) {
+                add(value, PARAMETER_WEIGHT);
+            }
+        }
+        parameter_text(property, add, depth + 1);
+        if let Some(items) = property.get("items") {
+            parameter_text(items, add, depth + 1);
+        }
+    }
+}
+
+/// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
+/// of both also split where letters meet digits, common words left out, each stemmed.
+fn for_each_word(text: &str, mut f: impl FnMut(String)) {
+    for token in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+    {
+        let token = token.to_lowercase();
+        let mut emit = |word: &str| {
+            if !STOP_WORDS.contains(&word) {
+                f(stem(word));
+            }
+        };
+        emit(&token);
+        let has_digit = token.chars().any(|c| c.is_ascii_digit());
+        let has_letter = token.chars().any(char::is_alphabetic);
+        if has_digit && has_letter {
+            let mut start = 0;
+            let chars: Vec<(usize, char)> = token.char_indices().collect();
+            for pair in chars.windows(2) {
+                let ((_, a), (at, b)) = (pair[0], pair[1]);
+                if a.is_ascii_digit() != b.is_ascii_digit() {
+                    emit(&token[start..at]);
+                    start = at;
+                }
+            }
+            emit(&token[start..]);
+        }
+    }
+}
+
+/// A crude English stem: enough that a word and its plural, past and -ing forms meet.
+fn stem(word: &str) -> String {
+    let mut w = word.to_owned();
+    if w.len() <= 3 || !w.is_ascii() {
+        return w;
+    }
+    if w.ends_with("ies") && w.len() > 4 {
+        w.truncate(w.len() - 3);
+        w.push('y');
+    } else if ["sses", "ches", "shes", "xes", "zes"]
+        .iter()
+        .any(|s| w.ends_with(s))
+    {
+        w.truncate(w.len() - 2);
+    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
+        w.pop();
+    }
+    if w.len() > 5 && w.ends_with("ing") {
+        w.truncate(w.len() - 3);
+    } else if w.len() > 4 && w.ends_with("ed") && !w.ends_with("eed") {
+        w.truncate(w.len() - 2);
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+    // "running" -> "runn" -> "run"
+    let bytes = w.as_bytes();
+    if w.len() > 3
+        && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
+        && !b"lsz".contains(&bytes[bytes.len() - 1])
+        && !bytes[bytes.len() - 1].is_ascii_digit()
+    {
+        w.pop();
+    }
+    w
+}
+
+/// Words that say nothing about which tool fits (English function words, and the words of
+/// asking itself).
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
+    "can", "could", "did", "do", "does", "for", "from", "give", "had", "has", "have", "he", "her",
+    "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me",
+    "much", "my", "need", "no", "not", "now", "of", "on", "one", "or", "our", "please", "s", "she",
+    "should", "show", "so", "some", "such", "t", "tell", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "those", "to", "too", "us", "use", "was", "we",
+    "were", "what", "when", "where", "which", "who", "whose", "why", "will", "with", "would",
+    "you", "your",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema,
+            output_schema: None,
+            requested: vec![],
+        }
+    }
+
+    fn words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_word(text, |w| out.push(w));
+        out
+    }
+
+    #[test]
+    fn words_are_split_lowercased_stemmed_and_common_ones_dropped() {
+        assert_eq!(words("What is the SHA-256 of it?"), ["sha", "256"]);
+        assert_eq!(words("sha256"), ["sha256", "sha", "256"]);
+        assert_eq!(words("square_root"), ["squar", "root"]);
+        assert_eq!(words("Adds"), words("add"));
+        assert_eq!(words("adding"), words("added"));
+        assert_eq!(words("writes"), words("writing"));
+        assert_eq!(words("matches"), words("match"));
+        assert_eq!(words("files"), words("file"));
+        assert_eq!(words("entries"), words("entry"));
+        assert_eq!(words("running"), words("run"));
+        assert_eq!(words("Zürich"), ["zürich"]);
+    }
+
+    #[test]
+    fn the_tool_that_shares_the_rarest_words_ranks_first() {
+        let number = json!({"type": "object", "properties": {
+            "a": {"type": "number", "description": "The first number."},
+            "b": {"type": "number", "description": "The second number."}}});
+        let index = ToolIndex::new(&[
+            spec(
+                "add",
+                "Adds two numbers and returns the sum.",
+                number.clone(),
+            ),
+            spec("multiply", "Multiplies two numbers.", number),
+            spec(
+                "current_time",
+                "Tells the current date and time in a time zone.",
+                json!({"type": "object", "properties": {
+                    "time_zone": {"type": "string", "description": "An IANA time zone."}}}),
+            ),
+        ]);
+        let best = |text: &str| {
+            index
+                .rank_text(text)
+                .first()
+                .map(|&(at, _)| index.name(at).to_owned())
+        };
+        assert_eq!(best("Add 1234 and 5678.").as_deref(), Some("add"));
+        assert_eq!(best("multiply 3 by 4").as_deref(), Some("multiply"));
+        assert_eq!(
+            best("What time is it in Tokyo?").as_deref(),
+            Some("current_time")
+        );
+        assert_eq!(best("Hi, who are you?"), None, "no tool fits a greeting");
+    }
+
+    #[test]
+    fn the_last_user_message_counts_most() {
+        let index = ToolIndex::new(&[
+            spec("current_weather", "Gets the weather in a city.", json!({})),
+            spec("current_time", "Tells the time in a city.", json!({})),
+        ]);
+        let messages = [
+            Message::user("What's the weather in Oslo?"),
+            Message::Assistant {
+                text: "Snow. What time is it there? I cannot tell.".into(),
+                tool_calls: vec![],
+            },
+            Message::user("and the time?"),
+        ];
+        let ranked = index.rank(&messages);
+        assert_eq!(index.name(ranked[0].0), "current_time");
+        assert_eq!(index.name(ranked[1].0), "current_weather", "{ranked:?}");
+    }
+
+    #[test]
+    fn limits_read_from_text_and_toml() {
+        assert_eq!("all".parse::<ToolLimit>(), Ok(ToolLimit::All));
+        assert_eq!("3".parse::<ToolLimit>(), Ok(ToolLimit::Top(3)));
+        let error = "0".parse::<ToolLimit>().unwrap_err();
+        assert!(error.contains("such as 3"), "{error}");
+        #[derive(Deserialize)]
+        struct T {
+            tools: ToolLimit,
+        }
+        let read = |text: &str| toml::from_str::<T>(text).map(|t| t.tools);
+        assert_eq!(read("tools = 4").ok(), Some(ToolLimit::Top(4)));
+        assert_eq!(read("tools = \"all\"").ok(), Some(ToolLimit::All));
+        let error = read("tools = \"some\"").unwrap_err().to_string();
+        assert!(error.contains("`some` is not a tool limit"), "{error}");
+        assert!(read("tools = -1").is_err());
+    }
+}

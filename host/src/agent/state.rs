@@ -1,0 +1,214 @@
+//! A paused run: what the loop needs to go on after the calls that wait for approval are
+//! decided, in this process or another (it serializes with its conversation).
+
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, Hasher};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::{ToolCall, Usage};
+
+use super::approval::{Decision, PendingCall};
+use super::execute::{InvalidCall, ToolExecution};
+use super::guard::Guard;
+use super::{AgentError, RunEnd, RunRecord, RunResult};
+
+/// The state of a run between two steps of the loop. A run that pauses for approval leaves
+/// it in its [`Conversation`](super::Conversation), which serializes with it; decide the
+/// pending calls there ([`Conversation::approve`](super::Conversation::approve), ...) and
+/// [`Agent::resume`](super::Agent::resume).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunState {
+    run_id: String,
+    rounds: usize,
+    executions: Vec<ToolExecution>,
+    invalid_calls: Vec<InvalidCall>,
+    usage: Usage,
+    guard: Guard,
+    /// Tools approved for the rest of the run.
+    approved_tools: BTreeSet<String>,
+    /// The model's last turn, when its calls have not run yet.
+    turn: Option<Turn>,
+}
+
+/// The tool calls of one model turn, waiting to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Turn {
+    /// The round that asked for them.
+    pub round: usize,
+    /// The calls, with the arguments exactly as the model wrote them.
+    pub calls: Vec<ToolCall>,
+    /// The tools the request offered.
+    pub offered: BTreeSet<String>,
+    /// The calls that need approval, with their decisions once made.
+    pub approvals: Vec<PendingCall>,
+}
+
+impl Turn {
+    /// The decision about call `id`, when it needed approval.
+    pub fn decision(&self, id: &str) -> Option<Option<&Decision>> {
+        self.approvals
+            .iter()
+            .find(|pending| pending.call_id == id)
+            .map(|pending| pending.decision.as_ref())
+    }
+
+    fn undecided(&self) -> impl Iterator<Item = &PendingCall> {
+        self.approvals.iter().filter(|p| p.decision.is_none())
+    }
+}
+
+impl RunState {
+    pub(crate) fn new() -> Self {
+        Self {
+            run_id: new_run_id(),
+            rounds: 0,
+            executions: Vec::new(),
+            invalid_calls: Vec::new(),
+            usage: Usage::default(),
+            guard: Guard::default(),
+            approved_tools: BTreeSet::new(),
+            turn: None,
+        }
+    }
+
+    /// The run's id (in every audit record of the run).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// How many model requests the run has made.
+    pub fn rounds(&self) -> usize {
+        self.rounds
+    }
+
+    /// The tool calls made so far.
+    pub fn executions(&self) -> &[ToolExecution] {
+        &self.executions
+    }
+
+    /// The invalid tool calls so far.
+    pub fn invalid_calls(&self) -> &[InvalidCall] {
+        &self.invalid_calls
+    }
+
+    /// The calls that wait for a decision.
+    pub fn pending(&self) -> Vec<&PendingCall> {
+        self.turn.iter().flat_map(Turn::undecided).collect()
+    }
+
+    /// Decides about pending call `call_id` (a decision can be changed until the run resumes).
+    /// [`Decision::ApproveForRun`] also approves the other pending calls of the same tool,
+    /// and every later one in the run.
+    pub fn decide(&mut self, call_id: &str, decision: Decision) -> Result<(), AgentError> {
+        let turn = self.turn.as_mut();
+        let Some(pending) = turn.and_then(|turn| {
+            turn.approvals
+                .iter_mut()
+                .find(|pending| pending.call_id == call_id)
+        }) else {
+            return Err(AgentError::NoSuchPendingCall {
+                id: call_id.to_owned(),
+            });
+        };
+        pending.decision = Some(decision.clone());
+        if decision == Decision::ApproveForRun {
+            let tool = pending.tool.clone();
+            for other in self.turn.iter_mut().flat_map(|turn| &mut turn.approvals) {
+                if other.tool == tool && other.decision.is_none() {
+                    other.decision = Some(Decision::ApproveForRun);
+                }
+            }
+            self.approved_tools.insert(tool);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    pub(crate) fn guard_mut(&mut self) -> &mut Guard {
+        &mut self.guard
+    }
+
+    pub(crate) fn approved_for_run(&self, tool: &str) -> bool {
+        self.approved_tools.contains(tool)
+    }
+
+    /// The turn to run next, unless some of its calls still wait for a decision.
+    pub(crate) fn take_ready_turn(&mut self) -> Option<Turn> {
+        match &self.turn {
+            Some(turn) if turn.undecided().next().is_none() => self.turn.take(),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    pub(crate) fn set_turn(&mut self, turn: Turn) {
+        self.turn = Some(turn);
+    }
+
+    pub(crate) fn count_request(&mut self, usage: Usage) -> usize {
+        self.rounds += 1;
+        self.usage = self.usage + usage;
+        self.rounds
+    }
+
+    pub(crate) fn push_executions(&mut self, executions: Vec<ToolExecution>) {
+        self.executions.extend(executions);
+    }
+
+    pub(crate) fn push_invalid(&mut self, call: InvalidCall) {
+        self.invalid_calls.push(call);
+    }
+
+    /// The result of the run so far: paused when calls wait for a decision.
+    pub(crate) fn paused_result(&self) -> RunResult {
+        RunResult {
+            text: String::new(),
+            end: RunEnd::Paused,
+            executions: self.executions.clone(),
+            invalid_calls: self.invalid_calls.clone(),
+            pending: self.pending().into_iter().cloned().collect(),
+            rounds: self.rounds,
+            usage: self.usage,
+        }
+    }
+
+    /// The result of a run that ended with `text`.
+    pub(crate) fn into_result(self, text: String, end: RunEnd) -> RunResult {
+        RunResult {
+            text,
+            end,
+            executions: self.executions,
+            invalid_calls: self.invalid_calls,
+            pending: Vec::new(),
+            rounds: self.rounds,
+            usage: self.usage,
+        }
+    }
+
+    /// What the run did, for an error that ends it.
+    pub(crate) fn into_record(self) -> Box<RunRecord> {
+        Box::new(RunRecord {
+            executions: self.executions,
+            invalid_calls: self.invalid_calls,
+        })
+    }
+}
+
+/// A fresh run id: `run-` and 16 hex digits, from the time, the process and a random key.
+fn new_run_id() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    format!("run-{:016x}", hasher.finish())
+}

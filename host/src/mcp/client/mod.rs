@@ -1,0 +1,800 @@
+//! Tools from MCP servers: an [`McpServer`] is a [`ToolSource`] whose tools are those a
+//! server lists, over stdio (a program the host starts) or Streamable HTTP.
+//!
+//! **Not sandboxed.** A stdio server runs as the user who runs the host, with that user's
+//! files, network and environment (only [`INHERITED_ENV`] and what its `env` names); an
+//! HTTP server does whatever it does. Only the host's components are sandboxed.
+//!
+//! What the host does for each server:
+//! - starts it (a stdio server as the leader of a process group of its own) and lists its
+//!   tools, within [`McpServerConfig::startup_timeout`];
+//! - calls a tool with [`McpServerConfig::timeout`]; a call that takes longer fails, and the
+//!   server is sent `notifications/cancelled`;
+//! - bounds every answer by [`McpServerConfig::max_result`]: a longer one is read and thrown
+//!   away (never kept in memory) and the call fails, at once;
+//! - restarts a server that died, once: the call that was running fails, the next one runs
+//!   on the new process; a server that dies again stays down (its calls fail);
+//! - lists the tools again when the server says they changed
+//!   (`notifications/tools/list_changed`), before the next model turn;
+//! - stops it with the host: its stdin is closed, then its process group gets SIGTERM,
+//!   then SIGKILL ([`ToolSource::shutdown`]); when the host is dropped or interrupted, the
+//!   group is killed at once. Nothing it started outlives the host.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use toolhost::mcp::client::{McpServer, McpServerConfig};
+//! use toolhost::{CallContext, SourceOptions, Toolbox};
+//!
+//! # async fn example(runtime: toolhost::Runtime) -> anyhow::Result<()> {
+//! let time = McpServer::connect(McpServerConfig::stdio("time", ["mcp-server-time"])).await?;
+//! let toolbox = Toolbox::builder(&runtime)
+//!     .source(Arc::new(time), SourceOptions::default())
+//!     .build()
+//!     .await?;
+//! let now = toolbox
+//!     .call("get_current_time", r#"{"timezone": "Asia/Tokyo"}"#, &CallContext::default())
+//!     .await?;
+//! println!("{}", now.text);
+//! toolbox.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+#![allow(deprecated)] // rmcp marks MCP's logging types deprecated (SEP-2577); they still work.
+
+mod config;
+mod http;
+mod lines;
+mod result;
+mod stdio;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ErrorCode,
+    Implementation, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
+    ServerJsonRpcMessage, ServerNotification, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::Transport;
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use serde::Serialize;
+use serde_json::Value;
+
+pub use config::{
+    DEFAULT_STARTUP_TIMEOUT, INHERITED_ENV, McpServerConfig, McpServerEntry, McpTransport,
+};
+
+use crate::error::TimeLimit;
+use crate::source::{Origin, ToolSource};
+use crate::{CallContext, CallError, LoadError, ToolOutput, ToolSpec};
+
+/// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// An MCP server's answers may be longer than the result they carry (JSON escapes, the
+/// envelope); this much more than `max_result` is read before an answer counts as too large
+/// on its face. The result itself is then held to `max_result`.
+fn max_answer(max_result: usize) -> usize {
+    max_result.saturating_mul(4).saturating_add(64 * 1024)
+}
+
+/// The tools of one MCP server. See the [module documentation](self).
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    config: McpServerConfig,
+    origin: Origin,
+    tools: RwLock<Listed>,
+    generation: AtomicU64,
+    /// The server said its tools changed, and they have not been listed since.
+    stale: AtomicBool,
+    refreshing: tokio::sync::Mutex<()>,
+    state: tokio::sync::Mutex<State>,
+    /// The one restart has been used.
+    restarted: AtomicBool,
+    identity: RwLock<Option<ServerIdentity>>,
+}
+
+#[derive(Default)]
+struct Listed {
+    specs: Vec<ToolSpec>,
+    /// The server's name of each tool, by the name toolhost offers it under.
+    own_names: HashMap<String, String>,
+}
+
+enum State {
+    Up(Arc<Connection>),
+    /// Down for good, and why.
+    Down(String),
+    Stopped,
+}
+
+/// A connected server.
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    process: Option<stdio::Process>,
+}
+
+/// What a server says it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerIdentity {
+    /// Its name (`serverInfo.name`).
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The MCP version the two sides agreed on.
+    pub protocol_version: String,
+}
+
+impl McpServer {
+    /// Starts (or connects to) the server `config` names and lists its tools. The error
+    /// says why it failed: the program that cannot be started, the server's exit status and
+    /// the end of its stderr, the timeout it ran into, the header variable that is not set.
+    pub async fn connect(config: McpServerConfig) -> Result<Self, LoadError> {
+        let origin = Origin::Mcp {
+            name: config.name.clone(),
+            endpoint: config.endpoint(),
+        };
+        let shared = Arc::new(Shared {
+            config,
+            origin,
+            tools: RwLock::new(Listed::default()),
+            generation: AtomicU64::new(0),
+            stale: AtomicBool::new(false),
+            refreshing: tokio::sync::Mutex::new(()),
+            state: tokio::sync::Mutex::new(State::Down(String::new())),
+            restarted: AtomicBool::new(false),
+            identity: RwLock::new(None),
+        });
+        let (connection, tools) = connect(&shared).await.map_err(|source| LoadError::Source {
+            origin: format!("{} ({})", shared.origin, shared.config.endpoint()),
+            source,
+        })?;
+        shared.set_tools(&tools);
+        *shared.state.lock().await = State::Up(Arc::new(connection));
+        Ok(Self { shared })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.shared.config
+    }
+
+    /// What the server said it is, when it is connected.
+    pub fn identity(&self) -> Option<ServerIdentity> {
+        self.shared
+            .identity
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The process id of a stdio server while it runs (also its process group's id).
+    pub async fn pid(&self) -> Option<u32> {
+        match &*self.shared.state.lock().await {
+            State::Up(connection) => connection.process.as_ref().map(stdio::Process::pid),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("name", &self.shared.config.name)
+            .field("endpoint", &self.shared.config.endpoint())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolSource for McpServer {
+    fn origin(&self) -> &Origin {
+        &self.shared.origin
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        self.shared
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .specs
+            .clone()
+    }
+
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        arguments: &'a str,
+        _context: &'a CallContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
+        // The call context (tenant, user) is the embedding application's business; it is
+        // not sent to a server that is not part of it.
+        Box::pin(self.shared.call(tool, arguments))
+    }
+
+    fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::Acquire)
+    }
+
+    fn refresh(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shared.refresh())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.shared.shutdown())
+    }
+}
+
+/// Starts the server and lists its tools, within the startup timeout.
+async fn connect(shared: &Arc<Shared>) -> anyhow::Result<(Connection, Vec<Tool>)> {
+    let config = &shared.config;
+    let watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync> = {
+        let shared = Arc::downgrade(shared);
+        Arc::new(move |message: &ServerJsonRpcMessage| {
+            if is_list_changed(message)
+                && let Some(shared) = shared.upgrade()
+            {
+                shared.stale.store(true, Ordering::Release);
+            }
+        })
+    };
+    let handler = Handler {
+        server: config.name.clone().into(),
+        shared: Arc::downgrade(shared),
+    };
+    let limit = max_answer(config.max_result);
+    let timeout = config.startup_timeout;
+    match &config.transport {
+        McpTransport::Stdio {
+            program,
+            args,
+            env,
+            cwd,
+        } => {
+            let (transport, process) = stdio::spawn(
+                &config.name,
+                program,
+                args,
+                env,
+                cwd.as_deref(),
+                limit,
+                watcher,
+            )
+            .map_err(|error| anyhow!("cannot start `{}`: {error}", program.display()))?;
+            match tokio::time::timeout(timeout, start(handler, transport)).await {
+                Ok(Ok((service, tools))) => {
+                    let connection = Connection {
+                        service,
+                        process: Some(process),
+                    };
+                    shared.remember_identity(&connection);
+                    Ok((connection, tools))
+                }
+                Ok(Err(error)) => {
+                    let exit = exit_of(&process).await;
+                    Err(anyhow!(
+                        "{error}{}{}",
+                        exit.map(|exit| format!("; the server {exit}"))
+                            .unwrap_or_default(),
+                        stderr_note(&process)
+                    ))
+                }
+                Err(_) => Err(anyhow!(
+                    "it did not answer `initialize` and `tools/list` within {} (raise \
+                     `startup_timeout` if it needs longer){}",
+                    humantime::format_duration(timeout),
+                    stderr_note(&process)
+                )),
+            }
+        }
+        McpTransport::Http { url, headers } => {
+            let transport = http::transport(url, headers, limit).map_err(anyhow::Error::msg)?;
+            let transport = Watched {
+                inner: transport,
+                watcher,
+            };
+            match tokio::time::timeout(timeout, start(handler, transport)).await {
+                Ok(Ok((service, tools))) => {
+                    let connection = Connection {
+                        service,
+                        process: None,
+                    };
+                    shared.remember_identity(&connection);
+                    Ok((connection, tools))
+                }
+                Ok(Err(error)) => Err(error),
+                Err(_) => Err(anyhow!(
+                    "it did not answer `initialize` and `tools/list` within {} (raise \
+                     `startup_timeout` if it needs longer)",
+                    humantime::format_duration(timeout)
+                )),
+            }
+        }
+    }
+}
+
+/// The MCP handshake, then the first listing of the tools.
+async fn start<T, E>(
+    handler: Handler,
+    transport: T,
+) -> anyhow::Result<(RunningService<RoleClient, Handler>, Vec<Tool>)>
+where
+    T: Transport<RoleClient, Error = E> + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|error| anyhow!("the MCP handshake failed: {error}"))?;
+    // rmcp keeps listings in a cache that answers from an old page when listing fails:
+    // toolhost wants to know.
+    service
+        .peer()
+        .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
+        .await;
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|error| anyhow!("listing its tools failed: {error}"))?;
+    Ok((service, tools))
+}
+
+fn is_list_changed(message: &ServerJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Notification(notification)
+            if matches!(notification.notification, ServerNotification::ToolListChangedNotification(_))
+    )
+}
+
+/// How the process ended, waiting a moment for it when its output ended first.
+async fn exit_of(process: &stdio::Process) -> Option<String> {
+    for _ in 0..20 {
+        if let Some(status) = process.exit_status() {
+            return Some(describe_exit(status));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended ({status})"),
+    }
+}
+
+fn stderr_note(process: &stdio::Process) -> String {
+    let mut note = String::new();
+    if let Some(stderr) = process.stderr() {
+        note.push_str(&format!("; its stderr ends: {stderr}"));
+    }
+    if let Some(protocol) = process.protocol_errors() {
+        note.push_str(&format!("; on stdout it {protocol}"));
+    }
+    note
+}
+
+impl Connection {
+    fn is_closed(&self) -> bool {
+        self.service.is_closed()
+            || self.service.peer().is_transport_closed()
+            || self
+                .process
+                .as_ref()
+                .is_some_and(|process| process.exit_status().is_some())
+    }
+
+    /// What became of it, for messages.
+    async fn fate(&self) -> String {
+        match &self.process {
+            Some(process) => {
+                let exit = exit_of(process)
+                    .await
+                    .unwrap_or_else(|| "closed its stdout".to_owned());
+                format!("{exit}{}", stderr_note(process))
+            }
+            None => "closed the connection".to_owned(),
+        }
+    }
+
+    async fn stop(&self) {
+        if let Some(process) = &self.process {
+            process.stop(STOP_GRACE).await;
+        }
+        self.service.cancellation_token().cancel();
+    }
+}
+
+impl Shared {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn remember_identity(&self, connection: &Connection) {
+        let identity = connection.service.peer().peer_info().map(|info| {
+            let (name, version) = info
+                .server_info
+                .as_ref()
+                .map(|server| (server.name.clone(), server.version.clone()))
+                .unwrap_or_default();
+            ServerIdentity {
+                name,
+                version,
+                protocol_version: info.protocol_version.to_string(),
+            }
+        });
+        *self.identity.write().unwrap_or_else(|e| e.into_inner()) = identity;
+    }
+
+    /// Takes a new listing: tools models cannot use are left out with a warning; a listing
+    /// that differs from the last bumps the generation.
+    fn set_tools(&self, tools: &[Tool]) {
+        let mut listed = Listed::default();
+        for tool in tools {
+            match result::spec(tool) {
+                Ok((spec, own)) => {
+                    if listed.own_names.contains_key(&spec.name) {
+                        tracing::warn!(
+                            server = self.name(),
+                            "MCP server `{}`: tool `{own}` is left out: its name, made callable \
+                             as `{}`, is taken by another of its tools",
+                            self.name(),
+                            spec.name
+                        );
+                        continue;
+                    }
+                    if spec.name != own {
+                        tracing::info!(
+                            "MCP server `{}`: tool `{own}` is offered as `{}` (models accept only \
+                             letters, digits, `_` and `-`)",
+                            self.name(),
+                            spec.name
+                        );
+                    }
+                    listed.own_names.insert(spec.name.clone(), own);
+                    listed.specs.push(spec);
+                }
+                Err(problem) => tracing::warn!(
+                    "MCP server `{}`: tool `{}` is left out: it {problem}",
+                    self.name(),
+                    tool.name
+                ),
+            }
+        }
+        let mut current = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        if current.specs != listed.specs {
+            *current = listed;
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The live connection: the current one, or, when the server died, a new one (once).
+    async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+        let mut state = self.state.lock().await;
+        let fate = match &*state {
+            State::Up(connection) if !connection.is_closed() => return Ok(connection.clone()),
+            State::Up(connection) => connection.fate().await,
+            State::Down(why) => return Err(why.clone()),
+            State::Stopped => {
+                return Err(format!(
+                    "MCP server `{}` was stopped (the host is shutting down)",
+                    self.name()
+                ));
+            }
+        };
+        if self.restarted.swap(true, Ordering::AcqRel) {
+            let why = format!(
+                "MCP server `{}` stopped again after it had been restarted once (it {fate}); it \
+                 is not restarted again",
+                self.name()
+            );
+            tracing::error!("{why}");
+            *state = State::Down(why.clone());
+            return Err(why);
+        }
+        tracing::warn!(
+            "MCP server `{}` stopped (it {fate}); restarting it",
+            self.name()
+        );
+        match connect(self).await {
+            Ok((connection, tools)) => {
+                self.set_tools(&tools);
+                let connection = Arc::new(connection);
+                *state = State::Up(connection.clone());
+                Ok(connection)
+            }
+            Err(error) => {
+                let why = format!(
+                    "MCP server `{}` stopped (it {fate}) and could not be restarted: {error:#}",
+                    self.name()
+                );
+                tracing::error!("{why}");
+                *state = State::Down(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    async fn call(self: &Arc<Self>, tool: &str, arguments: &str) -> Result<ToolOutput, CallError> {
+        let started = Instant::now();
+        let own = self
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .own_names
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| tool.to_owned());
+        let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else {
+            return Err(CallError::InvalidArguments {
+                tool: tool.to_owned(),
+                message: "the arguments must be a JSON object".to_owned(),
+            });
+        };
+        let unavailable = |message: String| CallError::Unavailable {
+            tool: tool.to_owned(),
+            message,
+            source: None,
+        };
+        let connection = self.connection().await.map_err(unavailable)?;
+        let params = CallToolRequestParams::new(own).with_arguments(arguments);
+        // Dropping the call (at the timeout, or when the caller gives up) sends the server
+        // `notifications/cancelled`.
+        let call = connection.service.peer().call_tool(params);
+        let Ok(answer) = tokio::time::timeout(self.config.timeout, call).await else {
+            if let Some(protocol) = connection
+                .process
+                .as_ref()
+                .and_then(|p| p.protocol_errors())
+            {
+                tracing::warn!(
+                    "MCP server `{}` did not answer in time; on stdout it {protocol}",
+                    self.name()
+                );
+            }
+            return Err(CallError::Timeout {
+                tool: tool.to_owned(),
+                kind: TimeLimit::WallClock,
+                limit: self.config.timeout,
+            });
+        };
+        match answer {
+            Ok(result) => result::output(tool, result, self.config.max_result, started.elapsed()),
+            Err(error) => Err(self.failed(tool, &connection, error).await),
+        }
+    }
+
+    /// Why a call that got no result failed.
+    async fn failed(&self, tool: &str, connection: &Connection, error: ServiceError) -> CallError {
+        let tool = tool.to_owned();
+        match error {
+            ServiceError::McpError(error) => {
+                let marker = error
+                    .data
+                    .as_ref()
+                    .and_then(|data| data.get("toolhost"))
+                    .and_then(Value::as_str);
+                match marker {
+                    Some(stdio::TOO_LARGE) => CallError::ResultTooLarge {
+                        tool,
+                        size: error
+                            .data
+                            .as_ref()
+                            .and_then(|data| data.get("size"))
+                            .and_then(Value::as_u64)
+                            .map_or(usize::MAX, |size| {
+                                usize::try_from(size).unwrap_or(usize::MAX)
+                            }),
+                        limit: self.config.max_result,
+                    },
+                    Some(_) => CallError::Unavailable {
+                        tool,
+                        message: format!(
+                            "MCP server `{}` answered with a malformed message: {}",
+                            self.name(),
+                            error.message
+                        ),
+                        source: None,
+                    },
+                    None if error.code == ErrorCode::INVALID_PARAMS => {
+                        CallError::InvalidArguments {
+                            tool,
+                            message: error.message.into_owned(),
+                        }
+                    }
+                    None => CallError::ToolFailed {
+                        tool,
+                        message: format!("{} (MCP error {})", error.message, error.code.0),
+                    },
+                }
+            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                if connection.is_closed() || connection.process.is_some() =>
+            {
+                let next = if self.restarted.load(Ordering::Acquire) {
+                    "it was restarted once already, so it stays down"
+                } else {
+                    "it will be restarted for the next call"
+                };
+                CallError::Unavailable {
+                    tool,
+                    message: format!(
+                        "MCP server `{}` stopped during the call (it {}); {next}",
+                        self.name(),
+                        connection.fate().await
+                    ),
+                    source: None,
+                }
+            }
+            // Over HTTP, a JSON answer over the transport's bound is refused by rmcp...
+            ServiceError::TransportSend(error)
+                if crate::report::chain(&error).contains("exceeded the maximum size") =>
+            {
+                CallError::ResultTooLarge {
+                    tool,
+                    size: max_answer(self.config.max_result),
+                    limit: self.config.max_result,
+                }
+            }
+            // ... and an event stream with an event over it is cut, which is all rmcp says.
+            ServiceError::TransportClosed => CallError::Unavailable {
+                tool,
+                message: format!(
+                    "MCP server `{}` ended the call's answer stream before the answer (a stream \
+                     whose answer is over {} is cut off this way: raise `max_result` if its \
+                     results are that large)",
+                    self.name(),
+                    crate::sandbox::format_bytes(max_answer(self.config.max_result) as u64)
+                ),
+                source: None,
+            },
+            ServiceError::UnexpectedResponse => CallError::Unavailable {
+                tool,
+                message: format!(
+                    "MCP server `{}` answered `tools/call` with something that is not a tool \
+                     result",
+                    self.name()
+                ),
+                source: None,
+            },
+            ServiceError::Cancelled { .. } => CallError::Cancelled { tool },
+            other => CallError::Unavailable {
+                tool,
+                message: format!(
+                    "the call to MCP server `{}` failed: {}",
+                    self.name(),
+                    crate::report::chain(&other)
+                ),
+                source: None,
+            },
+        }
+    }
+
+    async fn refresh(&self) {
+        // Taken also when nothing is stale: a refresh under way finishes first.
+        let _refreshing = self.refreshing.lock().await;
+        if !self.stale.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let connection = match &*self.state.lock().await {
+            State::Up(connection) => connection.clone(),
+            _ => return,
+        };
+        let listing = connection.service.peer().list_all_tools();
+        match tokio::time::timeout(self.config.timeout, listing).await {
+            Ok(Ok(tools)) => self.set_tools(&tools),
+            Ok(Err(error)) => tracing::warn!(
+                "MCP server `{}` said its tools changed, but listing them failed ({error}); the \
+                 old list stays",
+                self.name()
+            ),
+            Err(_) => tracing::warn!(
+                "MCP server `{}` said its tools changed, but did not list them within {}; the \
+                 old list stays",
+                self.name(),
+                humantime::format_duration(self.config.timeout)
+            ),
+        }
+    }
+
+    async fn shutdown(&self) {
+        let previous = std::mem::replace(&mut *self.state.lock().await, State::Stopped);
+        if let State::Up(connection) = previous {
+            connection.stop().await;
+        }
+    }
+}
+
+/// What the host answers a server: it offers nothing (no roots, sampling or elicitation),
+/// and listens for tool changes and log messages.
+#[derive(Clone)]
+struct Handler {
+    server: Arc<str>,
+    shared: Weak<Shared>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The transport already marked the tools stale; list them now rather than at the
+        // next model turn, for whoever looks at them sooner.
+        if let Some(shared) = self.shared.upgrade() {
+            shared.stale.store(true, Ordering::Release);
+            tokio::spawn(async move { shared.refresh().await });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        message: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = match &message.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let logger = message.logger.as_deref().unwrap_or("");
+        match message.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            _ => {
+                tracing::error!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+        }
+    }
+}
+
+/// A transport that shows every incoming message to `watcher` before rmcp gets it, so a
+/// `tools/list_changed` marks the tools stale before the answer that follows it arrives.
+struct Watched<T> {
+    inner: T,
+    watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        let message = self.inner.receive().await;
+        if let Some(message) = &message {
+            (self.watcher)(message);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}

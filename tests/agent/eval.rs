@@ -1,0 +1,50 @@
+//! The eval's fast subset: the five requests of tests/eval/suite.toml marked `fast` (one each
+//! of arithmetic, time, weather, files and word counts), asked of the real local model with
+//! the whole example manifest and its default settings. Each must be answered through the
+//! right tool with the right value, as the eval scores it (`just eval` runs all of them).
+
+use toolhost::Host;
+use toolhost::agent::RunOptions;
+use toolhost_tests::eval::{Setup, Suite, line, run_case};
+use toolhost_tests::{repo_root, runtime};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_model_answers_everyday_requests_with_the_whole_manifest() {
+    let dist = repo_root().join("example-tools/dist");
+    assert!(
+        dist.join("text-python.wasm").exists(),
+        "{} has no built tools; run `just tools` (`just test` does)",
+        dist.display()
+    );
+    let suite = Suite::load();
+    let fast: Vec<_> = suite.cases.iter().filter(|case| case.fast).collect();
+    assert_eq!(fast.len(), 5, "five requests are marked fast");
+    let setup = Setup::start().await;
+    let host = Host::builder()
+        .runtime(runtime())
+        .manifest(&setup.manifest)
+        .connect_model(true)
+        .build()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{:#} (just test runs scripts/setup-local-llm.sh first)",
+                anyhow::Error::from(e)
+            )
+        });
+    assert!(host.toolbox().catalog().len() >= 20, "the whole manifest");
+    let agent = host.agent().await.unwrap();
+    let mut failed = Vec::new();
+    for (n, case) in fast.into_iter().enumerate() {
+        let verdict = run_case(&agent, &RunOptions::default(), &setup, case).await;
+        if !verdict.passed {
+            failed.push(line(n + 1, &verdict));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 5 requests were not answered through the right tool with the right value:\n{}",
+        failed.len(),
+        failed.join("")
+    );
+}

@@ -1,0 +1,215 @@
+//! The `host` command with MCP servers in its manifest: `host tools` says they are not
+//! sandboxed, `host call` calls them, `host run` offers them to the model, and Ctrl-C or
+//! SIGTERM of the host leaves no server process behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use toolhost_tests::host_binary;
+use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
+use toolhost_tests::peers::{eventually, is_gone, peers};
+
+use super::PATIENCE;
+use super::lifecycle::pids;
+
+fn host(args: &[&str]) -> Command {
+    let mut command = Command::new(host_binary());
+    command
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("TOOLHOST_MANIFEST");
+    command
+}
+
+async fn output(mut command: Command) -> Output {
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+/// A manifest with mcp-server-time and the fake server (logging to `log`), and `extra`.
+fn manifest(dir: &Path, log: &Path, extra: &str) -> PathBuf {
+    let peers = peers();
+    let path = dir.join("toolhost.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[mcp_servers.time]\ncommand = {:?}\n\n\
+             [mcp_servers.fake]\ncommand = {:?}\nenv = [\"FAKE_LOG={}\"]\nprefix = \"fake_\"\n\
+             tools = [\"echo\", \"slow\"]\n\n{extra}",
+            peers.time_server(),
+            peers.fake_server(&["--grandchild"]),
+            log.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_tools_lists_mcp_tools_with_their_server_as_not_sandboxed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake.log");
+    let manifest = manifest(dir.path(), &log, "");
+    let manifest = manifest.to_str().unwrap();
+
+    let out = output(host(&["tools", manifest])).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let time = stdout
+        .split("\n\n")
+        .find(|block| block.starts_with("time "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(time.contains("MCP server"), "{time}");
+    assert!(time.contains("mcp-server-time"), "the command: {time}");
+    assert!(time.contains("not sandboxed"), "{time}");
+    assert!(time.contains("get_current_time, convert_time"), "{time}");
+    let fake = stdout
+        .split("\n\n")
+        .find(|block| block.starts_with("fake "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        fake.contains("fake_echo, fake_slow"),
+        "prefix and list: {fake}"
+    );
+
+    let out = output(host(&["tools", manifest, "--json"])).await;
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let servers = json["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 2, "{json}");
+    for server in servers {
+        assert_eq!(server["sandboxed"], false, "{server}");
+        assert_eq!(server["transport"], "stdio");
+    }
+    assert_eq!(
+        servers[0]["name"], "fake",
+        "in the manifest's (sorted) order"
+    );
+    assert_eq!(servers[0]["server"]["name"], "fake", "what it says it is");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_call_calls_an_mcp_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(dir.path(), &dir.path().join("fake.log"), "");
+    let out = output(host(&[
+        "call",
+        manifest.to_str().unwrap(),
+        "get_current_time",
+        r#"{"timezone": "Asia/Tokyo"}"#,
+    ]))
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["timezone"], "Asia/Tokyo");
+
+    let out = output(host(&[
+        "call",
+        manifest.to_str().unwrap(),
+        "fake_echo",
+        r#"{"text": "via the prefix"}"#,
+    ]))
+    .await;
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "via the prefix\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_offers_mcp_tools_to_the_model() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call(
+                "c1",
+                "get_current_time",
+                r#"{"timezone": "Asia/Tokyo"}"#,
+            )]),
+            text("It is morning in Tokyo."),
+        ],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = manifest(
+        dir.path(),
+        &dir.path().join("fake.log"),
+        &format!(
+            "[model]\nprovider = \"openai\"\nbase_url = {:?}\n",
+            model.base_url()
+        ),
+    );
+    let out = output(host(&[
+        "run",
+        "-m",
+        manifest.to_str().unwrap(),
+        "--json",
+        "What time is it in Tokyo?",
+    ]))
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let execution = &json["result"]["executions"][0];
+    assert_eq!(execution["name"], "get_current_time");
+    assert_eq!(execution["outcome"]["status"], "ok", "{execution}");
+    assert!(
+        execution["output"].as_str().unwrap().contains("Asia/Tokyo"),
+        "{execution}"
+    );
+    let bodies = model.bodies();
+    let offered: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        ["fake_echo", "fake_slow", "get_current_time", "convert_time"]
+    );
+    assert_eq!(json["result"]["text"], "It is morning in Tokyo.");
+}
+
+/// Signals the host while a call runs; the server and its child must be gone after.
+async fn no_orphan_after(signal: &str, exit_code: i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fake.log");
+    let manifest = manifest(dir.path(), &log, "");
+    let mut child = host(&[
+        "call",
+        manifest.to_str().unwrap(),
+        "fake_slow",
+        r#"{"seconds": 600}"#,
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let (server, grandchild) = pids(&log).await;
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status, stderr)
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0.code(), Some(exit_code), "{out:?}");
+    assert!(
+        eventually(PATIENCE, || is_gone(server) && is_gone(grandchild)).await,
+        "after {signal}, server {server} or its child {grandchild} is still running"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_of_the_host_leaves_no_server_behind() {
+    no_orphan_after("-TERM", 143).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_of_the_host_leaves_no_server_behind() {
+    no_orphan_after("-INT", 130).await;
+}

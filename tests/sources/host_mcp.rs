@@ -1,0 +1,43 @@
+//! toolhost's own `host mcp` as an MCP server: a toolhost loop calling another toolhost's
+//! sandboxed tools.
+
+use toolhost::CallContext;
+use toolhost::mcp::client::McpServerConfig;
+use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::host_binary;
+
+use super::{patient, toolbox};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolhost_loop_calls_another_toolhosts_sandboxed_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = dir.path().join("inner.toml");
+    std::fs::write(
+        &inner,
+        format!("[components.calculator]\npath = {CALCULATOR:?}\n"),
+    )
+    .unwrap();
+    let command = vec![
+        host_binary().to_str().unwrap().to_owned(),
+        "mcp".to_owned(),
+        inner.to_str().unwrap().to_owned(),
+    ];
+    let toolbox = toolbox(vec![patient(McpServerConfig::stdio("inner", command))]).await;
+    assert!(
+        toolbox.names().contains(&"square_root".to_owned()),
+        "{:?}",
+        toolbox.names()
+    );
+    // To this host the inner one is an MCP server (whose tools it runs sandboxed itself).
+    assert!(!toolbox.origin("square_root").unwrap().is_sandboxed());
+    let output = toolbox
+        .call(
+            "square_root",
+            r#"{"x": 475695037565}"#,
+            &CallContext::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(output.text.starts_with("689706.486532"), "{output:?}");
+    toolbox.shutdown().await;
+}
