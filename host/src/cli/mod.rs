@@ -132,6 +132,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
         on_compile: Some(progress::compile_progress()),
         ..RuntimeConfig::default()
     })?;
+    // `host mcp` drains on SIGTERM itself: calls in flight finish, up to a deadline.
+    let drains_on_sigterm = matches!(args.command, Command::Mcp(_));
     let work = async {
         match args.command {
             Command::Inspect(command) => command.run(&runtime).await,
@@ -151,7 +153,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             eprintln!("interrupted");
             Ok(ExitStatus::Interrupted)
         }
-        _ = terminate.recv() => {
+        _ = terminate.recv(), if !drains_on_sigterm => {
             eprintln!("terminated");
             Ok(ExitStatus::Terminated)
         }
