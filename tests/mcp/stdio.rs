@@ -55,7 +55,8 @@ async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
             "connect",
             "fetch",
             "count",
-            "remember", // misbehave
+            "remember",
+            "nothing", // misbehave
         ]
     );
     let tools = listed["result"]["tools"].as_array().unwrap();
@@ -109,7 +110,7 @@ async fn an_output_schema_brings_structured_content_and_the_same_json_as_text() 
         .call("square_root", json!({ "x": 475695037565u64 }))
         .await;
     assert!(!is_error(&answer), "{answer}");
-    assert_eq!(text(&answer), "689706.4865324959");
+    assert_eq!(text(&answer), r#"{"result":689706.4865324959}"#);
     assert_eq!(
         answer["result"]["structuredContent"],
         json!({ "result": 689706.4865324959 })
@@ -154,7 +155,8 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
     assert_eq!(
         text(&answer),
         "invalid arguments: x is -1; the square root of a negative number is not a real \
-         number; call the tool again with fixed arguments"
+         number: send a number of 0 or more, such as {\"x\": 1} for the square root of its \
+         size; call the tool again with fixed arguments"
     );
 
     // Absent `arguments` count as `{}`: here they miss `x`.

@@ -116,10 +116,14 @@ impl Served {
                 }
             ));
         }
-        let structured = if output.wrapped {
-            json!({ "result": value })
+        // The text is the same JSON as `structuredContent`, as MCP asks: a client that
+        // shows one of them shows the same thing.
+        let (structured, text) = if output.wrapped {
+            let structured = json!({ "result": value });
+            let text = structured.to_string();
+            (structured, text)
         } else {
-            value
+            (value, text)
         };
         let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
         result.structured_content = Some(structured);
