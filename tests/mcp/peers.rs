@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost_tests::components::MCP_CONFORMANCE;
-use toolhost_tests::mcp::{HttpServer, peers};
+use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
 
 /// The scenarios issue 8 requires to pass.
@@ -250,4 +250,41 @@ async fn the_python_sdk_lists_the_example_tools_and_calls_square_root() {
             json!({ "result": 689706.4865324959 })
         );
     }
+}
+
+/// A manifest's MCP servers are served too (not sandboxed by toolhost): server-everything's
+/// image stays an image block, and its structured result stays `structuredContent`.
+#[tokio::test]
+async fn tools_taken_from_an_mcp_server_keep_their_images_and_structured_results() {
+    let everything = toolhost_tests::peers::peers().everything_stdio();
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &manifest,
+        format!("[mcp_servers.everything]\ncommand = {everything:?}\n"),
+    )
+    .unwrap();
+    let mut server = StdioServer::start(&[manifest.to_str().unwrap()]).await;
+
+    let answer = server.call("get-tiny-image", json!({})).await;
+    let content = answer["result"]["content"].as_array().unwrap();
+    let images: Vec<&Value> = content.iter().filter(|b| b["type"] == "image").collect();
+    assert_eq!(images.len(), 1, "{answer}");
+    assert_eq!(images[0]["mimeType"], "image/png");
+    assert!(
+        images[0]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo"),
+        "a PNG: {answer}"
+    );
+    assert!(!answer.to_string().contains("[image"), "{answer}");
+
+    let answer = server
+        .call("get-structured-content", json!({ "location": "Chicago" }))
+        .await;
+    let structured = &answer["result"]["structuredContent"];
+    assert!(structured["temperature"].is_number(), "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(&serde_json::from_str::<Value>(text).unwrap(), structured);
 }

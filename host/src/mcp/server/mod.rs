@@ -207,7 +207,7 @@ impl McpServer {
             }
             Some(Ok(output)) => {
                 self.forward_output(&cx, name, &output).await;
-                match served.result(name, output.text) {
+                match served.result(name, output) {
                     Ok(result) => ("ok", result),
                     Err(problem) => {
                         tracing::warn!("`{name}` {problem}");

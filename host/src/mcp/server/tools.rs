@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::{Catalog, Host};
+use crate::{Catalog, Host, ToolOutput};
 
 /// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
 /// shaped. Made again when the catalog changes.
@@ -87,16 +87,37 @@ impl Served {
         Some(&self.tools[*self.index.get(name)?])
     }
 
-    /// The result of a successful call of `tool` that returned `text`: the text, and for a
-    /// tool with an output schema the same JSON as `structuredContent`. `Err` says why a
-    /// result does not fit the tool's declared output schema (a fault of the tool).
-    pub(super) fn result(&self, tool: &str, text: String) -> Result<CallToolResult, String> {
+    /// The result of a successful call of `tool`: its text, and for a tool with an output
+    /// schema the same JSON as `structuredContent`; then its images (a tool taken from an MCP
+    /// server may return some). `Err` says why a result does not fit the tool's declared
+    /// output schema (a fault of the tool).
+    pub(super) fn result(&self, tool: &str, output: ToolOutput) -> Result<CallToolResult, String> {
+        let mut result = self.text_result(tool, output.text, output.structured)?;
+        result.content.extend(
+            output
+                .images
+                .into_iter()
+                .map(|image| ContentBlock::image(image.data, image.mime_type)),
+        );
+        Ok(result)
+    }
+
+    fn text_result(
+        &self,
+        tool: &str,
+        text: String,
+        structured: Option<Value>,
+    ) -> Result<CallToolResult, String> {
         let Some(output) = self.outputs.get(tool) else {
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
         };
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            format!("its result is not JSON ({e}), but it declares an output schema")
-        })?;
+        // A tool from an MCP server gave its result as JSON already; a component's is text.
+        let value: Value = match structured {
+            Some(value) => value,
+            None => serde_json::from_str(&text).map_err(|e| {
+                format!("its result is not JSON ({e}), but it declares an output schema")
+            })?,
+        };
         let validator = output
             .validator
             .get_or_init(|| {
