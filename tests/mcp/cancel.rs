@@ -114,7 +114,10 @@ async fn a_cancelled_spin_gives_its_only_slot_to_the_next_call() {
         let answer: Value = serde_json::from_str(&line).unwrap();
         // The cancelled call was never answered: this is the next call's answer.
         assert_eq!(answer["id"], spin + 1, "{answer}");
-        assert_eq!(answer["result"]["content"][0]["text"], "1", "{answer}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], r#"{"result":1}"#,
+            "{answer}"
+        );
     }
 }
 
@@ -143,7 +146,10 @@ async fn a_dropped_http_stream_gives_the_only_slot_to_the_next_call() {
         let answer = client
             .request("tools/call", json!({ "name": "count", "arguments": {} }))
             .await;
-        assert_eq!(answer["result"]["content"][0]["text"], "1", "{answer}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], r#"{"result":1}"#,
+            "{answer}"
+        );
         serving.abort();
     }
 }

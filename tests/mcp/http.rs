@@ -27,7 +27,7 @@ async fn it_serves_at_the_address_it_printed_with_health() {
             json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
         )
         .await;
-    assert_eq!(text(&answer), "3.0");
+    assert_eq!(text(&answer), r#"{"result":3.0}"#);
 
     let health = client
         .http
@@ -116,7 +116,7 @@ async fn with_a_token_every_request_must_carry_it() {
             json!({ "name": "add", "arguments": { "a": 2, "b": 2 } }),
         )
         .await;
-    assert_eq!(text(&answer), "4.0");
+    assert_eq!(text(&answer), r#"{"result":4.0}"#);
     // Health needs no token.
     let health = fresh_client()
         .get(format!("http://{}/health", server.authority))
@@ -202,7 +202,7 @@ async fn bad_requests_get_errors_and_the_server_keeps_serving() {
             json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
         )
         .await;
-    assert_eq!(text(&answer), "3.0");
+    assert_eq!(text(&answer), r#"{"result":3.0}"#);
 }
 
 /// A client with no connection open yet (and no proxy).
@@ -231,7 +231,7 @@ async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
     let answer = client
         .request("tools/call", json!({ "name": "count", "arguments": {} }))
         .await;
-    assert_eq!(text(&answer), "1");
+    assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
 #[tokio::test]
@@ -246,7 +246,7 @@ async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
     let answer = client
         .request("tools/call", json!({ "name": "count", "arguments": {} }))
         .await;
-    assert_eq!(text(&answer), "1");
+    assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
 #[tokio::test]

@@ -205,7 +205,7 @@ async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
     assert!(!text(&answer).contains("grants"), "{answer}");
 
     let answer = server.call("count", json!({})).await;
-    assert_eq!(text(&answer), "1");
+    assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
 
     // And it still serves.
     let answer = server.call("add", json!({ "a": 1, "b": 2 })).await;
-    assert_eq!(text(&answer), "3.0");
+    assert_eq!(text(&answer), r#"{"result":3.0}"#);
     // Nothing but JSON-RPC ever reached stdout (every line above parsed), and it stays up.
     assert!(server.child.try_wait().unwrap().is_none());
 }
@@ -348,7 +348,7 @@ async fn notifications_cancelled_stops_a_spinning_tool() {
     assert!(line.contains("tool=\"spin\""), "{line}");
     // The cancelled request gets no answer; the next request does.
     let answer = server.call("count", json!({})).await;
-    assert_eq!(text(&answer), "1");
+    assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
 #[tokio::test]
