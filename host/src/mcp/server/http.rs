@@ -205,6 +205,11 @@ pub async fn serve_http(
 
 /// One connection, until it closes, or until the server closes.
 async fn connection(stream: TcpStream, router: Arc<Router>, closing: CancellationToken) {
+    // An answer goes out in pieces (headers, then SSE events): without this, Nagle's
+    // algorithm holds the last piece until the client's delayed ACK, 40 ms later.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!("cannot set TCP_NODELAY: {error}");
+    }
     let service = hyper::service::service_fn(move |request| {
         let router = router.clone();
         async move { Ok::<_, Infallible>(router.route(request).await) }
@@ -267,11 +272,17 @@ impl Router {
         let bytes = match Limited::new(body, self.max_body).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<LengthLimitError>() => {
-                return jsonrpc_error(
+                let mut response = jsonrpc_error(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     -32600,
                     format!("the request body is larger than {} bytes", self.max_body),
                 );
+                // The rest of the body is not read, so this connection cannot carry another
+                // request: say so, or a client may send its next one into the closing socket.
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+                return response;
             }
             Err(error) => {
                 return text(
