@@ -327,7 +327,7 @@ impl Lines {
 }
 
 fn check(answer: &Value) -> anyhow::Result<()> {
-    if answer["result"]["content"][0]["text"] != "3.0" {
+    if answer["result"]["structuredContent"]["result"] != 3.0 {
         bail!("unexpected answer: {answer}");
     }
     Ok(())
@@ -423,16 +423,24 @@ impl HttpClients {
 
     /// `calls` calls over `n` connections at once; how long they all took.
     async fn concurrent(&mut self, calls: usize, n: usize) -> anyhow::Result<Duration> {
+        // Fresh connections: a server may close one idle for a while (hyper after 30 s).
+        for connection in &mut self.connections[..n] {
+            *connection = Connection::open(&self.server.authority).await?;
+        }
         let server = &self.server;
         let each = calls / n;
         let started = Instant::now();
+        // In-flight requests of one session need ids of their own: the answers are routed
+        // by id.
         let runs = self.connections[..n]
             .iter_mut()
-            .map(|connection| async move {
-                for _ in 0..each {
-                    let message = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                                      "params": call_params() });
-                    check(&connection.post(server, &message).await?.answer(7)?)?;
+            .enumerate()
+            .map(|(k, connection)| async move {
+                for i in 0..each {
+                    let id = 1_000_000 * (k as i64 + 1) + i as i64;
+                    let message = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                          "params": call_params() });
+                    check(&connection.post(server, &message).await?.answer(id)?)?;
                 }
                 anyhow::Ok(())
             });

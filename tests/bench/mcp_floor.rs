@@ -1,6 +1,6 @@
 //! The floor of the MCP benchmark: the least an MCP server can do per request. It reads each
 //! JSON-RPC message, and answers a request at once with a fixed result (a `tools/call` gets
-//! the text `3.0`, what `add` of 1 and 2 gives), on stdio or, with `--http ADDR`, over HTTP
+//! what `host mcp` answers for `add` of 1 and 2: `{"result": 3.0}`, structured and as text), on stdio or, with `--http ADDR`, over HTTP
 //! (`application/json` answers; it prints `listening on ADDR` on stderr).
 
 use std::convert::Infallible;
@@ -36,8 +36,9 @@ fn answer(message: &Value) -> Option<Value> {
         }),
         Some("tools/list") => json!({ "tools": [] }),
         Some("tools/call") => json!({
-            "content": [{ "type": "text", "text": "3.0" }],
+            "content": [{ "type": "text", "text": "{\"result\":3.0}" }],
             "isError": false,
+            "structuredContent": { "result": 3.0 },
         }),
         _ => json!({}),
     };
