@@ -1,7 +1,8 @@
 //! The floor of the MCP benchmark: the least an MCP server can do per request. It reads each
-//! JSON-RPC message, and answers a request at once with a fixed result (a `tools/call` gets
-//! what `host mcp` answers for `add` of 1 and 2: `{"result": 3.0}`, structured and as text), on stdio or, with `--http ADDR`, over HTTP
-//! (`application/json` answers; it prints `listening on ADDR` on stderr).
+//! JSON-RPC message and answers a request at once with a fixed result: a `tools/call` gets
+//! what `host mcp` answers for `add` of 1 and 2, `{"result": 3.0}` structured and as text. On
+//! stdio, or with `--http ADDR` over HTTP (`application/json` answers; it prints `listening
+//! on ADDR` on stderr).
 
 use std::convert::Infallible;
 use std::io::{BufRead as _, Write as _};
