@@ -57,6 +57,8 @@ lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
 
-# Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time.
+# Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time,
+# and `host mcp` against a minimal MCP server (`BENCH=mcp just bench` for that part alone).
 bench:
+    cargo build --release -p toolhost --bin host
     cargo bench -p toolhost-tests --bench calls

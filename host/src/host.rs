@@ -13,7 +13,7 @@ use crate::agent::{
     RunResult,
 };
 use crate::llm::{ModelConfig, Provider, ProviderError};
-use crate::manifest::{Manifest, ManifestError, ToolOptions};
+use crate::manifest::{Manifest, ManifestError, McpConfig, ToolOptions};
 use crate::mcp::client::McpServerConfig;
 use crate::native::NativeTools;
 use crate::sandbox::LimitsConfig;
@@ -46,6 +46,7 @@ pub struct Host {
     agent: AgentOptions,
     tools: BTreeMap<String, ToolOptions>,
     audit: Option<Arc<AuditLog>>,
+    mcp: McpConfig,
     provider: OnceCell<Arc<dyn Provider>>,
 }
 
@@ -94,6 +95,7 @@ pub struct HostBuilder {
     model: ModelConfig,
     agent: AgentConfig,
     audit: Option<PathBuf>,
+    mcp: McpConfig,
     connect: bool,
 }
 
@@ -164,6 +166,12 @@ impl HostBuilder {
     /// Records every tool call to the audit log at `path` (over the manifest's `[audit]`).
     pub fn audit(mut self, path: impl Into<PathBuf>) -> Self {
         self.audit = Some(path.into());
+        self
+    }
+
+    /// How `host mcp` serves the tools, over the manifest's `[mcp]` (the keys add up).
+    pub fn mcp(mut self, mcp: McpConfig) -> Self {
+        self.mcp = mcp;
         self
     }
 
@@ -243,6 +251,7 @@ impl HostBuilder {
             agent: options,
             tools: manifest.tools,
             audit,
+            mcp: manifest.mcp.merged(self.mcp),
             provider,
         })
     }
@@ -318,6 +327,11 @@ impl Host {
     /// The manifest's options for tool `name`, if it has any.
     pub fn tool_options(&self, name: &str) -> Option<&ToolOptions> {
         self.tools.get(name)
+    }
+
+    /// How the tools are served over MCP (the manifest's `[mcp]`, with the builder's keys).
+    pub fn mcp_config(&self) -> &McpConfig {
+        &self.mcp
     }
 
     /// Calls tool `name` with `arguments` (a JSON object as text), in its sandbox when it is a

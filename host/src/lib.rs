@@ -57,7 +57,9 @@ pub use call::{CallContext, CallPhases, ToolImage, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};
-pub use manifest::{ComponentEntry, Manifest, ManifestError, ToolOptions};
+pub use manifest::{
+    ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
+};
 pub use native::NativeTools;
 pub use runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use sandbox::{Grants, Limits};

@@ -11,7 +11,7 @@ use cli::ExitStatus;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
-    cli::init_logging(args.verbose);
+    cli::init_logging(&args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

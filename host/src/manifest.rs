@@ -46,6 +46,7 @@
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
 //! return_direct = true        # its result is the answer (like [model] stop_at)
+//! annotations = { read_only = true, open_world = false }   # told to MCP clients
 //!
 //! [tools.write_note]
 //! approval = "always"         # ask before every call ("never": not even when a rule says so)
@@ -56,6 +57,9 @@
 //!
 //! [audit]                     # one JSON line per tool call, created 0600
 //! path = "audit.jsonl"
+//!
+//! [mcp]                       # `host mcp`: the `_meta` keys of a request that reach the tools
+//! pass_meta = ["tenant"]
 //! ```
 //!
 //! Relative paths (components, granted directories, a server's program when it has a `/`, its
@@ -95,6 +99,8 @@ pub struct Manifest {
     pub approval: ApprovalSection,
     /// Where every tool call is recorded (`[audit]`).
     pub audit: Option<AuditSection>,
+    /// How `host mcp` serves the tools (the `[mcp]` section).
+    pub mcp: McpConfig,
     /// The file it was read from, when it was read from one.
     pub path: Option<PathBuf>,
 }
@@ -161,6 +167,45 @@ pub struct ToolOptions {
     /// What its failure does: `to_model` (the default) or `fail_run`.
     #[serde(default)]
     pub on_error: OnError,
+    /// What an MCP client is told about the tool's behaviour (`host mcp`).
+    #[serde(default)]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
+/// call (MCP's tool annotations). Hints only: nothing enforces them; the grants do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// It changes nothing outside itself (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite data (MCP `destructiveHint`).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+/// How `host mcp` serves the tools: the manifest's `[mcp]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The keys of a request's `_meta` that reach the tool's call context (none by default):
+    /// a client's `{"_meta": {"tenant": "acme"}}` reaches the tool as `tenant=acme` when
+    /// `tenant` is listed. Other keys are dropped.
+    #[serde(default)]
+    pub pass_meta: BTreeSet<String>,
+}
+
+impl McpConfig {
+    /// This configuration with `other`'s keys added.
+    pub fn merged(mut self, other: McpConfig) -> Self {
+        self.pass_meta.extend(other.pass_meta);
+        self
+    }
 }
 
 /// Why a manifest could not be used.
@@ -215,6 +260,8 @@ struct RawManifest {
     approval: ApprovalSection,
     #[serde(default)]
     audit: Option<AuditSection>,
+    #[serde(default)]
+    mcp: McpConfig,
 }
 
 #[derive(Default, Deserialize)]
@@ -236,6 +283,7 @@ impl From<RawManifest> for Manifest {
             tools: raw.tools,
             approval: raw.approval,
             audit: raw.audit,
+            mcp: raw.mcp,
             path: None,
         }
     }
@@ -615,6 +663,39 @@ mod tests {
             let error = parse(text).unwrap_err();
             let message = format!("{:#}", anyhow::Error::from(error));
             assert!(message.contains(expected), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn annotations_and_the_mcp_section_are_read() {
+        let manifest = parse(
+            "[tools.list_files]\nannotations = { read_only = true, open_world = false, title = \"List\" }\n\n\
+             [mcp]\npass_meta = [\"tenant\", \"user_id\"]\n",
+        )
+        .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            manifest.tools["list_files"].annotations,
+            Some(ToolAnnotations {
+                title: Some("List".into()),
+                read_only: Some(true),
+                open_world: Some(false),
+                ..ToolAnnotations::default()
+            })
+        );
+        assert_eq!(
+            manifest.mcp.pass_meta,
+            BTreeSet::from(["tenant".to_owned(), "user_id".to_owned()])
+        );
+        for (text, key) in [
+            (
+                "[tools.a]\nannotations = { readOnlyHint = true }\n",
+                "readOnlyHint",
+            ),
+            ("[mcp]\nmeta = [\"tenant\"]\n", "meta"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let text = format!("{:#}", anyhow::Error::from(error));
+            assert!(text.contains(&format!("unknown field `{key}`")), "{text}");
         }
     }
 

@@ -14,6 +14,9 @@
 //!   calls than instance slots: they wait, and all succeed);
 //! - **memory**, in a child process: a host with the eight example components loaded and idle,
 //!   the increment per call in flight, and the growth over 100,000 calls.
+//! - **MCP** (`mcp.rs`): `host mcp` per call over stdio and HTTP against a minimal server,
+//!   its start time and memory, and how soon a cancelled call frees its instance
+//!   (`BENCH=mcp just bench` for that part alone).
 //!
 //! Reports medians (and p90) and ratios; the last line has the key figures as `key=value`.
 //! No thresholds: the figures are for reading. `BENCH_ITERATIONS` sets the number of host and
@@ -22,6 +25,7 @@
 
 mod baseline;
 mod components;
+mod mcp;
 mod memory;
 mod parallel;
 mod profile;
@@ -51,6 +55,10 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     let iterations = env_number("BENCH_ITERATIONS", 2000);
     let load_at_start = load_average();
+    // `BENCH=mcp just bench`: only the MCP section.
+    if std::env::var("BENCH").as_deref() == Ok("mcp") {
+        return mcp::report(iterations).await;
+    }
     let cache = tempfile::tempdir()?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache.path().to_owned()),
@@ -140,6 +148,7 @@ async fn run() -> anyhow::Result<()> {
     let loaded = components::report(&runtime, (iterations / 10).max(50), &mut summary).await?;
     parallel::report(&loaded, &mut summary).await?;
     memory::report(cache.path(), &mut summary)?;
+    mcp::report(iterations).await?;
 
     println!();
     println!(

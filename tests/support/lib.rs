@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod eval;
+pub mod mcp;
 pub mod model;
 pub mod peers;
 pub mod server;

@@ -3,6 +3,7 @@
 mod approve;
 mod call;
 mod inspect;
+mod mcp;
 mod output;
 mod progress;
 mod run;
@@ -105,6 +106,19 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Chat with a model that may call the manifest's tools; the conversation is kept
     Chat(Box<run::ChatArgs>),
+    /// Serve the tools over MCP, to any MCP client: stdio by default, Streamable HTTP with
+    /// --http
+    ///
+    /// On stdio, stdout carries only JSON-RPC; logs and the tools' output go to stderr (and,
+    /// line by line, to the client as logging notifications). SIGTERM stops taking calls and
+    /// lets those running finish (up to --shutdown-timeout).
+    ///
+    /// Examples:
+    ///   host mcp example-tools/toolhost.toml
+    ///   host mcp example-tools/toolhost.toml --http 127.0.0.1:8080
+    ///   host mcp files.wasm --dir ./data::/data --allow-http api.example.com
+    #[command(verbatim_doc_comment)]
+    Mcp(Box<mcp::McpArgs>),
 }
 
 /// Runs the command `args` names.
@@ -118,6 +132,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
         on_compile: Some(progress::compile_progress()),
         ..RuntimeConfig::default()
     })?;
+    // `host mcp` drains on SIGTERM itself: calls in flight finish, up to a deadline.
+    let drains_on_sigterm = matches!(args.command, Command::Mcp(_));
     let work = async {
         match args.command {
             Command::Inspect(command) => command.run(&runtime).await,
@@ -125,6 +141,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Tools(command) => command.run(&runtime).await,
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
+            Command::Mcp(command) => command.run(&runtime).await,
         }
     };
     // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the
@@ -136,7 +153,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             eprintln!("interrupted");
             Ok(ExitStatus::Interrupted)
         }
-        _ = terminate.recv() => {
+        _ = terminate.recv(), if !drains_on_sigterm => {
             eprintln!("terminated");
             Ok(ExitStatus::Terminated)
         }
@@ -144,19 +161,26 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
 }
 
 /// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
-pub fn init_logging(verbose: u8) {
+pub fn init_logging(args: &Args) {
     // Dependencies only speak up for errors unless asked: their warnings (a refused
     // connection of a tool, say) are reported by toolhost itself where they matter.
-    let default = match verbose {
+    let mut default = match args.verbose {
         0 => "error,toolhost=warn,host=warn",
         1 => "warn,toolhost=info,host=info",
         _ => "info,toolhost=debug,host=debug",
-    };
+    }
+    .to_owned();
+    // A server has no other place to show the tools' output and rmcp's warnings.
+    if matches!(args.command, Command::Mcp(_)) && args.verbose == 0 {
+        default.push_str(",rmcp=warn,toolhost::tool_output=info");
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: not in a log file or an MCP client's log pane.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
 }
 

@@ -1,0 +1,387 @@
+//! A [`Host`]'s tools served over MCP, on stdio ([`serve_stdio`]) or Streamable HTTP
+//! ([`serve_http`]): what `host mcp` runs.
+//!
+//! ```no_run
+//! # async fn example() -> anyhow::Result<()> {
+//! use std::sync::Arc;
+//! use toolhost::mcp::server::{McpServer, StdioOptions, serve_stdio};
+//!
+//! let host = toolhost::Host::load("example-tools/toolhost.toml").await?;
+//! let server = McpServer::new(Arc::new(host));
+//! let stop = async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! };
+//! serve_stdio(server, StdioOptions::default(), stop).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! `tools/list` answers the toolbox's catalog, in its order; `tools/call` runs a tool through
+//! [`Toolbox::call`](crate::Toolbox::call): the arguments are checked against the schema, and
+//! a component's tool runs in a fresh sandboxed instance under its grants and limits. What a
+//! call can get wrong (invalid arguments, a failure, a denied capability, a timeout, a trap)
+//! is an `isError` result with the text a model is shown; an unknown tool is a JSON-RPC error
+//! (-32602). A tool with an output schema answers `structuredContent` and the same JSON as
+//! text. What the tool wrote to stdout and stderr goes to the client as logging
+//! notifications, one per line. A cancelled request (`notifications/cancelled`, or a closed
+//! HTTP stream) drops the call, which drops its instance at the next epoch tick.
+
+// MCP logging (notifications/message, logging/setLevel) is deprecated in rmcp by SEP-2577 but
+// is still what clients speak.
+#![allow(deprecated)]
+
+mod disconnect;
+mod http;
+mod stdio;
+mod tools;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
+
+use crate::sandbox::CapturedLog;
+use crate::{CallContext, CallError, ErrorKind, Host, ToolOutput};
+
+pub use http::{HttpOptions, serve_http};
+pub use stdio::{StdioOptions, serve_lines, serve_stdio};
+
+use tools::Served;
+
+/// The MCP server of a [`Host`]: an rmcp [`ServerHandler`]. Cheap to clone; every clone
+/// serves the same tools and counts the same calls in flight. Each session (an HTTP session,
+/// the one stdio connection) gets its own from [`session`](Self::session), for its own
+/// logging level.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+    /// The least level of the logging notifications this session's client wants.
+    level: Arc<Mutex<LoggingLevel>>,
+}
+
+struct Shared {
+    host: Arc<Host>,
+    pass_meta: BTreeSet<String>,
+    served: Mutex<Arc<Served>>,
+    /// Every call in flight, so that a shutdown can wait for them.
+    calls: TaskTracker,
+    /// Set when the server is shutting down: no new call is taken.
+    draining: AtomicBool,
+}
+
+impl McpServer {
+    /// Serves `host`'s tools; the `_meta` keys that reach the tools are those of
+    /// [`Host::mcp_config`].
+    pub fn new(host: Arc<Host>) -> Self {
+        let served = Served::new(&host, host.toolbox().catalog());
+        Self {
+            shared: Arc::new(Shared {
+                pass_meta: host.mcp_config().pass_meta.clone(),
+                host,
+                served: Mutex::new(Arc::new(served)),
+                calls: TaskTracker::new(),
+                draining: AtomicBool::new(false),
+            }),
+            level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+
+    /// A handler for another session: the same tools and calls, a logging level of its own.
+    pub fn session(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+
+    /// The host whose tools are served.
+    pub fn host(&self) -> &Arc<Host> {
+        &self.shared.host
+    }
+
+    /// How many tools are served.
+    pub fn tool_count(&self) -> usize {
+        self.served().tools.len()
+    }
+
+    /// How many calls are running.
+    pub fn calls_in_flight(&self) -> usize {
+        self.shared.calls.len()
+    }
+
+    /// Stops taking new calls (they get a JSON-RPC error), and waits up to `grace` for the
+    /// calls in flight to finish. Returns whether they all did; those still running are
+    /// cancelled when the transport closes.
+    pub async fn drain(&self, grace: Duration) -> bool {
+        self.shared.draining.store(true, Ordering::SeqCst);
+        self.shared.calls.close();
+        let running = self.shared.calls.len();
+        if running > 0 {
+            tracing::info!("waiting up to {grace:?} for {running} call(s) in flight");
+        }
+        tokio::time::timeout(grace, self.shared.calls.wait())
+            .await
+            .is_ok()
+    }
+
+    /// Whether [`drain`](Self::drain) was called.
+    pub fn is_draining(&self) -> bool {
+        self.shared.draining.load(Ordering::SeqCst)
+    }
+
+    /// The served tools of the toolbox's catalog now (made again when it changed).
+    fn served(&self) -> Arc<Served> {
+        let catalog = self.shared.host.toolbox().catalog();
+        let mut served = lock(&self.shared.served);
+        if !Arc::ptr_eq(&served.catalog, &catalog) {
+            *served = Arc::new(Served::new(&self.shared.host, catalog));
+        }
+        served.clone()
+    }
+
+    /// The call's context: the request id, and the `_meta` values the manifest lets through
+    /// (a value that is not a string passes as its JSON text).
+    fn context(&self, cx: &RequestContext<RoleServer>) -> CallContext {
+        let values = if self.shared.pass_meta.is_empty() {
+            Default::default()
+        } else {
+            cx.meta
+                .iter()
+                .filter(|(key, _)| self.shared.pass_meta.contains(key.as_str()))
+                .map(|(key, value)| {
+                    let value = match value {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    (key.clone(), value)
+                })
+                .collect()
+        };
+        CallContext {
+            call_id: cx.id.to_string(),
+            values,
+        }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let served = self.served();
+        let name: &str = &request.name;
+        if served.get(name).is_none() {
+            return Err(unknown_tool(name, &served.catalog.names()));
+        }
+        // Clients may leave `arguments` out for a tool that takes none.
+        let arguments = match &request.arguments {
+            Some(arguments) => serde_json::to_string(arguments)
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
+            None => "{}".to_owned(),
+        };
+        let context = self.context(&cx);
+        let started = Instant::now();
+        let outcome = tokio::select! {
+            biased;
+            () = cx.ct.cancelled() => None,
+            result = self.shared.host.toolbox().call(name, &arguments, &context) => Some(result),
+        };
+        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        let (outcome, result) = match outcome {
+            // Dropping the call dropped its store, and so its instance.
+            None => {
+                let error = CallError::Cancelled {
+                    tool: name.to_owned(),
+                };
+                ("cancelled", error_result(error.model_message()))
+            }
+            Some(Ok(output)) => {
+                self.forward_output(&cx, name, &output).await;
+                match served.result(name, output) {
+                    Ok(result) => ("ok", result),
+                    Err(problem) => {
+                        tracing::warn!("`{name}` {problem}");
+                        let text = "the tool returned a malformed result".to_owned();
+                        ("malformed_result", error_result(text))
+                    }
+                }
+            }
+            Some(Err(CallError::UnknownTool { name, available })) => {
+                // The tools changed between the look-up and the call.
+                return Err(unknown_tool(&name, &available));
+            }
+            Some(Err(error)) => {
+                match error.kind() {
+                    ErrorKind::InvalidArguments | ErrorKind::ToolFailed => {
+                        tracing::info!("{error}");
+                    }
+                    _ => tracing::warn!("{}", crate::report::chain(&error)),
+                }
+                (error.kind().as_str(), error_result(error.model_message()))
+            }
+        };
+        let span = tracing::Span::current();
+        span.record("outcome", outcome);
+        span.record("duration_ms", duration_ms);
+        tracing::info!(tool = name, id = %cx.id, duration_ms, outcome, "tools/call");
+        Ok(result)
+    }
+
+    /// Sends what the tool wrote to stdout and stderr to the client, one logging notification
+    /// per line (logger: the tool's name), when the client's level lets info through.
+    async fn forward_output(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        tool: &str,
+        output: &ToolOutput,
+    ) {
+        if output.stdout.is_empty() && output.stderr.is_empty() {
+            return;
+        }
+        let level = cx.meta.log_level().unwrap_or_else(|| *lock(&self.level));
+        let wanted = |at: LoggingLevel| at as u8 >= level as u8;
+        for (stream, log) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+            for (at, data) in log_lines(stream, log) {
+                if !wanted(at) {
+                    continue;
+                }
+                let message = LoggingMessageNotificationParam::new(at, data).with_logger(tool);
+                if let Err(error) = cx.peer.notify_logging_message(message).await {
+                    tracing::debug!("cannot send the tool's output to the client: {error}");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The lines of a captured stream as logging notifications: each non-empty line at info, and
+/// a warning when some of it was dropped.
+fn log_lines(stream: &str, log: &CapturedLog) -> Vec<(LoggingLevel, Value)> {
+    let mut lines: Vec<(LoggingLevel, Value)> = log
+        .text
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| (LoggingLevel::Info, Value::from(line)))
+        .collect();
+    if log.dropped > 0 {
+        lines.push((
+            LoggingLevel::Warning,
+            Value::from(format!(
+                "... {} more bytes of {stream} dropped",
+                log.dropped
+            )),
+        ));
+    }
+    lines
+}
+
+fn error_result(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// An unknown tool is a JSON-RPC error: -32602, as the MCP specification's example has it
+/// (-32601 would become HTTP 404 on stateless HTTP).
+fn unknown_tool(name: &str, available: &[String]) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "there is no tool `{name}`; the tools are: {}",
+            available.join(", ")
+        ),
+        None,
+    )
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means a holder panicked; the value is still whole.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Tools run by toolhost: each call runs in a fresh WebAssembly sandbox with only the \
+             capabilities its manifest grants, under limits on memory, CPU and wall-clock time.",
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.served().tools.clone()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.served().get(name).cloned()
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *lock(&self.level) = request.level;
+        Ok(())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if self.is_draining() {
+            return Err(ErrorData::internal_error(
+                "the server is shutting down and takes no new calls",
+                None,
+            ));
+        }
+        // Each call is a span: the tool, the request, how it ended and how long it took.
+        let span = tracing::info_span!(
+            "mcp_call",
+            tool = %request.name,
+            id = %cx.id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let call = self.call(request, cx).instrument(span);
+        self.shared.calls.track_future(call).await.map(Into::into)
+    }
+}
+
+/// Waits for SIGTERM (Unix): the signal `host mcp` drains and stops on.
+pub async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            Err(error) => {
+                tracing::warn!("cannot watch for SIGTERM: {error}");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>().await;
+}

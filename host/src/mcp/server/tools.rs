@@ -1,0 +1,226 @@
+//! The toolbox's tools as MCP sees them: `tools/list` entries, and results turned into
+//! `CallToolResult`s (with `structuredContent` for a tool that declares an output schema).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+use crate::{Catalog, Host, ToolOutput};
+
+/// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
+/// shaped. Made again when the catalog changes.
+pub(super) struct Served {
+    pub(super) catalog: Arc<Catalog>,
+    pub(super) tools: Vec<Tool>,
+    /// Where each served tool is in `tools`.
+    index: HashMap<String, usize>,
+    outputs: HashMap<String, Output>,
+}
+
+/// How the result of a tool with an output schema becomes `structuredContent`.
+struct Output {
+    /// The tool's own output schema.
+    schema: Value,
+    /// Compiled at the tool's first result, not at start.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// MCP wants an object: a tool whose results are not objects is served with its schema
+    /// under `properties.result`, and its results as `{"result": ...}`.
+    wrapped: bool,
+}
+
+impl Served {
+    /// The tools of `catalog`, with the annotations `host`'s manifest gives them, in the
+    /// catalog's order (sources in order, each source's tools in its order).
+    pub(super) fn new(host: &Host, catalog: Arc<Catalog>) -> Self {
+        let mut tools = Vec::with_capacity(catalog.len());
+        let mut outputs = HashMap::new();
+        for spec in catalog.iter() {
+            let Some(input_schema) = object(&spec.input_schema) else {
+                tracing::warn!(
+                    tool = %spec.name,
+                    "not served over MCP: its input schema is not a JSON object"
+                );
+                continue;
+            };
+            let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), input_schema);
+            if let Some(schema) = spec.output_schema.as_ref().filter(|s| !is_text(s)) {
+                let (served, output) = output(schema);
+                if let Some(served) = object(&served) {
+                    tool = tool.with_raw_output_schema(served);
+                }
+                outputs.insert(spec.name.clone(), output);
+            }
+            if let Some(annotations) = host
+                .tool_options(&spec.name)
+                .and_then(|options| options.annotations.as_ref())
+            {
+                let mut served = ToolAnnotations::new();
+                served.title.clone_from(&annotations.title);
+                served.read_only_hint = annotations.read_only;
+                served.destructive_hint = annotations.destructive;
+                served.idempotent_hint = annotations.idempotent;
+                served.open_world_hint = annotations.open_world;
+                tool = tool.with_annotations(served);
+                if let Some(title) = &annotations.title {
+                    tool = tool.with_title(title.clone());
+                }
+            }
+            tools.push(tool);
+        }
+        let index = tools
+            .iter()
+            .enumerate()
+            .map(|(at, tool)| (tool.name.to_string(), at))
+            .collect();
+        Self {
+            catalog,
+            tools,
+            index,
+            outputs,
+        }
+    }
+
+    /// The served tool called `name`.
+    pub(super) fn get(&self, name: &str) -> Option<&Tool> {
+        Some(&self.tools[*self.index.get(name)?])
+    }
+
+    /// The result of a successful call of `tool`: its text, and for a tool with an output
+    /// schema the same JSON as `structuredContent`; then its images (a tool taken from an MCP
+    /// server may return some). `Err` says why a result does not fit the tool's declared
+    /// output schema (a fault of the tool).
+    pub(super) fn result(&self, tool: &str, output: ToolOutput) -> Result<CallToolResult, String> {
+        let mut result = self.text_result(tool, output.text, output.structured)?;
+        result.content.extend(
+            output
+                .images
+                .into_iter()
+                .map(|image| ContentBlock::image(image.data, image.mime_type)),
+        );
+        Ok(result)
+    }
+
+    fn text_result(
+        &self,
+        tool: &str,
+        text: String,
+        structured: Option<Value>,
+    ) -> Result<CallToolResult, String> {
+        let Some(output) = self.outputs.get(tool) else {
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
+        };
+        // A tool from an MCP server gave its result as JSON already; a component's is text.
+        let value: Value = match structured {
+            Some(value) => value,
+            None => serde_json::from_str(&text).map_err(|e| {
+                format!("its result is not JSON ({e}), but it declares an output schema")
+            })?,
+        };
+        let validator = output
+            .validator
+            .get_or_init(|| {
+                jsonschema::validator_for(&output.schema)
+                    .map_err(|e| format!("its output schema is not a valid JSON Schema: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        if let Some(error) = validator.iter_errors(&value).next() {
+            let at = error.instance_path().to_string();
+            return Err(format!(
+                "its result does not match its output schema{}: {error}",
+                if at.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {at}")
+                }
+            ));
+        }
+        // The text is the same JSON as `structuredContent`, as MCP asks: a client that
+        // shows one of them shows the same thing.
+        let (structured, text) = if output.wrapped {
+            let structured = json!({ "result": value });
+            let text = structured.to_string();
+            (structured, text)
+        } else {
+            (value, text)
+        };
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(structured);
+        Ok(result)
+    }
+}
+
+/// Whether an output schema says the result is a string: such a tool returns its text as it
+/// is (not as a JSON string), so it is served as a text result without an output schema.
+fn is_text(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("string")
+}
+
+/// The output schema as served, and how to check results against the tool's own.
+fn output(schema: &Value) -> (Value, Output) {
+    let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
+    let served = if is_object {
+        schema.clone()
+    } else {
+        wrap(schema)
+    };
+    let output = Output {
+        schema: schema.clone(),
+        validator: OnceLock::new(),
+        wrapped: !is_object,
+    };
+    (served, output)
+}
+
+/// `{"type": "object", "properties": {"result": schema}, "required": ["result"]}`, with the
+/// schema's `$schema` and definitions moved to the top, where its `$ref`s point.
+fn wrap(schema: &Value) -> Value {
+    let mut inner = schema.clone();
+    let mut outer = Map::new();
+    if let Some(fields) = inner.as_object_mut() {
+        for key in ["$schema", "$defs", "definitions"] {
+            if let Some(value) = fields.remove(key) {
+                outer.insert(key.to_owned(), value);
+            }
+        }
+    }
+    outer.insert("type".to_owned(), json!("object"));
+    outer.insert("properties".to_owned(), json!({ "result": inner }));
+    outer.insert("required".to_owned(), json!(["result"]));
+    Value::Object(outer)
+}
+
+/// A schema as the JSON object rmcp keeps; `None` if it is not an object.
+fn object(schema: &Value) -> Option<Arc<JsonObject>> {
+    schema.as_object().map(|fields| Arc::new(fields.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_schema_is_served_under_result_with_its_definitions_on_top() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": { "n": { "type": "number" } },
+            "$ref": "#/$defs/n"
+        });
+        let served = wrap(&schema);
+        assert_eq!(
+            served,
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "$defs": { "n": { "type": "number" } },
+                "type": "object",
+                "properties": { "result": { "$ref": "#/$defs/n" } },
+                "required": ["result"]
+            })
+        );
+        let validator = jsonschema::validator_for(&served).expect("the served schema compiles");
+        assert!(validator.is_valid(&json!({ "result": 2.5 })));
+        assert!(!validator.is_valid(&json!({ "result": "two" })));
+    }
+}

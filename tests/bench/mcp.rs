@@ -1,0 +1,707 @@
+//! `host mcp` against a floor: an MCP round trip per call (`tools/call` of the calculator's
+//! `add`) over stdio and over HTTP, measured with a raw JSON-RPC client (no SDK) against
+//! `host mcp` and against `bench-mcp-floor` (a minimal server that answers at once), in
+//! interleaved rounds; calls per second at 1 and 4 in flight; the start time (spawn to
+//! `tools/list` answered) with the eight example components and a warm compile cache;
+//! resident memory; and how soon a cancelled spinning call frees its instance.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use toolhost::mcp::server::{HttpOptions, McpServer, StdioOptions, serve_http, serve_lines};
+use toolhost::sandbox::{HumanDuration, LimitsConfig};
+use toolhost::{ComponentConfig, Host, Runtime, RuntimeConfig};
+use toolhost_tests::components::{CALCULATOR, MISBEHAVE};
+use toolhost_tests::{host_binary, repo_root};
+
+use super::{Stats, fmt};
+
+const FLOOR: &str = env!("CARGO_BIN_EXE_bench-mcp-floor");
+
+fn call_params() -> Value {
+    json!({ "name": "add", "arguments": { "a": 1, "b": 2 } })
+}
+
+/// Prints the MCP section of the benchmark.
+pub async fn report(calls: usize) -> anyhow::Result<()> {
+    let host = host_binary();
+    let cache = tempfile::tempdir()?;
+    let cache_dir = cache
+        .path()
+        .to_str()
+        .context("a UTF-8 temp path")?
+        .to_owned();
+    let host_args = ["--cache-dir", &cache_dir, "mcp", CALCULATOR];
+
+    let mut floor_stdio = Lines::spawn(FLOOR, &[]).await?;
+    let mut host_stdio = Lines::spawn(host.to_str().context("UTF-8 path")?, &host_args).await?;
+    let (floor_http_child, floor_http) = Http::spawn(FLOOR, &["--http", "127.0.0.1:0"]).await?;
+    let mut http_args = host_args.to_vec();
+    http_args.extend(["--http", "127.0.0.1:0"]);
+    let (host_http_child, host_http) =
+        Http::spawn(host.to_str().context("UTF-8 path")?, &http_args).await?;
+    let mut floor_http = floor_http.connect(4).await?;
+    let mut host_http = host_http.connect(4).await?;
+
+    // Warm up every path, then interleave rounds so that all four see the same machine.
+    let rounds = 20;
+    let per_round = (calls / rounds).max(10);
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for round in 0..=rounds {
+        let mut one = |i: usize, took: Duration| {
+            if round > 0 {
+                samples[i].push(took);
+            }
+        };
+        for _ in 0..per_round {
+            one(0, floor_stdio.call().await?);
+            one(1, host_stdio.call().await?);
+            one(2, floor_http.call(0).await?);
+            one(3, host_http.call(0).await?);
+        }
+    }
+    let [floor_stdio_rt, host_stdio_rt, floor_http_rt, host_http_rt] = samples.map(Stats::of);
+
+    let throughput_calls = calls.max(400);
+    let rate = |took: Duration| throughput_calls as f64 / took.as_secs_f64();
+    let stdio_rates = [
+        (
+            rate(floor_stdio.pipelined(throughput_calls, 1).await?),
+            rate(floor_stdio.pipelined(throughput_calls, 4).await?),
+        ),
+        (
+            rate(host_stdio.pipelined(throughput_calls, 1).await?),
+            rate(host_stdio.pipelined(throughput_calls, 4).await?),
+        ),
+    ];
+    let http_rates = [
+        (
+            rate(floor_http.concurrent(throughput_calls, 1).await?),
+            rate(floor_http.concurrent(throughput_calls, 4).await?),
+        ),
+        (
+            rate(host_http.concurrent(throughput_calls, 1).await?),
+            rate(host_http.concurrent(throughput_calls, 4).await?),
+        ),
+    ];
+    let host_rss = memory(host_stdio.child.id());
+    let floor_rss = memory(floor_stdio.child.id());
+    drop((floor_http_child, host_http_child));
+
+    println!();
+    println!(
+        "MCP: a tools/call round trip (calculator `add`), raw JSON-RPC client; {rounds} \
+         interleaved rounds of {per_round} calls each"
+    );
+    println!(
+        "{:<36} {:>10} {:>10} {:>14} {:>14}",
+        "", "median", "p90", "calls/s at 1", "calls/s at 4"
+    );
+    let row = |label: &str, stats: &Stats, (one, four): (f64, f64)| {
+        println!(
+            "{label:<36} {:>10} {:>10} {:>14.0} {:>14.0}",
+            fmt(stats.median),
+            fmt(stats.p90),
+            one,
+            four
+        );
+    };
+    row("stdio: floor", &floor_stdio_rt, stdio_rates[0]);
+    row("stdio: host mcp", &host_stdio_rt, stdio_rates[1]);
+    row("HTTP: floor (JSON answers)", &floor_http_rt, http_rates[0]);
+    row(
+        "HTTP: host mcp (sessions, SSE)",
+        &host_http_rt,
+        http_rates[1],
+    );
+    println!(
+        "host mcp over the floor, per call:  stdio {}   HTTP {}",
+        fmt(host_stdio_rt.median.saturating_sub(floor_stdio_rt.median)),
+        fmt(host_http_rt.median.saturating_sub(floor_http_rt.median))
+    );
+    println!("resident memory after the calls: host mcp {host_rss}; floor {floor_rss}");
+
+    start_times(&host).await?;
+    cancellation().await?;
+    Ok(())
+}
+
+/// Spawn to `tools/list` answered, with the eight example components and a warm cache.
+async fn start_times(host: &std::path::Path) -> anyhow::Result<()> {
+    let manifest = repo_root().join("example-tools/toolhost.toml");
+    if !repo_root()
+        .join("example-tools/dist/text-python.wasm")
+        .exists()
+    {
+        println!("start: the example components are not built (just tools)");
+        return Ok(());
+    }
+    let cache = tempfile::tempdir()?;
+    let args = [
+        "--cache-dir",
+        cache.path().to_str().context("UTF-8 path")?,
+        "mcp",
+        manifest.to_str().context("UTF-8 path")?,
+    ];
+    let host = host.to_str().context("UTF-8 path")?;
+    let (cold, _, tools) = start_once(host, &args).await?;
+    let mut warm = Vec::new();
+    let mut memory_line = String::new();
+    for i in 0..21 {
+        let (took, rss, _) = start_once(host, &args).await?;
+        if i > 0 {
+            warm.push(took);
+        }
+        memory_line = rss;
+    }
+    let mut floor = Vec::new();
+    for _ in 0..20 {
+        floor.push(start_once(FLOOR, &[]).await?.0);
+    }
+    let warm = Stats::of(warm);
+    let floor = Stats::of(floor);
+    println!();
+    println!("start: spawn to tools/list answered ({tools} tools of the 8 example components)");
+    println!("{:<36} {:>10} {:>10}", "", "median", "p90");
+    println!(
+        "{:<36} {:>10} {:>10}",
+        "host mcp, warm compile cache",
+        fmt(warm.median),
+        fmt(warm.p90)
+    );
+    println!(
+        "{:<36} {:>10}",
+        "host mcp, empty cache (compiles)",
+        fmt(cold)
+    );
+    println!(
+        "{:<36} {:>10} {:>10}",
+        "floor (spawn + answer)",
+        fmt(floor.median),
+        fmt(floor.p90)
+    );
+    println!("resident memory once started (warm): {memory_line}");
+    Ok(())
+}
+
+/// One start: spawn, initialize, list; how long it took, the memory then, how many tools.
+async fn start_once(program: &str, args: &[&str]) -> anyhow::Result<(Duration, String, usize)> {
+    let started = Instant::now();
+    let mut server = Lines::spawn_raw(program, args)?;
+    let mut batch = String::new();
+    for message in [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": { "name": "bench", "version": "0" } } }),
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }),
+    ] {
+        batch.push_str(&message.to_string());
+        batch.push('\n');
+    }
+    server.stdin.write_all(batch.as_bytes()).await?;
+    server.stdin.flush().await?;
+    let listed = loop {
+        let message = server.recv().await?;
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    let took = started.elapsed();
+    let tools = listed["result"]["tools"].as_array().map_or(0, Vec::len);
+    Ok((took, memory(server.child.id()), tools))
+}
+
+/// A server on stdio, one JSON-RPC message per line.
+struct Lines {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    next_id: i64,
+}
+
+impl Lines {
+    fn spawn_raw(program: &str, args: &[&str]) -> anyhow::Result<Self> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot start {program}"))?;
+        let stdin = child.stdin.take().context("stdin is piped")?;
+        let stdout = BufReader::new(child.stdout.take().context("stdout is piped")?).lines();
+        Ok(Self {
+            child,
+            stdin,
+            stdout,
+            next_id: 10,
+        })
+    }
+
+    async fn spawn(program: &str, args: &[&str]) -> anyhow::Result<Self> {
+        let mut server = Self::spawn_raw(program, args)?;
+        server
+            .request(
+                "initialize",
+                json!({ "protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": { "name": "bench", "version": "0" } }),
+            )
+            .await?;
+        server
+            .write(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }))
+            .await?;
+        Ok(server)
+    }
+
+    async fn write(&mut self, message: &Value) -> anyhow::Result<()> {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await?;
+        self.stdin.flush().await?;
+        Ok(())
+    }
+
+    async fn send(&mut self, method: &str, params: Value) -> anyhow::Result<i64> {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.write(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await?;
+        Ok(id)
+    }
+
+    async fn recv(&mut self) -> anyhow::Result<Value> {
+        let line = self
+            .stdout
+            .next_line()
+            .await?
+            .context("the server closed stdout")?;
+        Ok(serde_json::from_str(&line)?)
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.send(method, params).await?;
+        loop {
+            let message = self.recv().await?;
+            if message["id"] == id {
+                return Ok(message);
+            }
+        }
+    }
+
+    /// One `tools/call` round trip.
+    async fn call(&mut self) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let answer = self.request("tools/call", call_params()).await?;
+        let took = started.elapsed();
+        check(&answer)?;
+        Ok(took)
+    }
+
+    /// `calls` calls with up to `depth` in flight; how long they all took.
+    async fn pipelined(&mut self, calls: usize, depth: usize) -> anyhow::Result<Duration> {
+        let started = Instant::now();
+        let mut sent = 0;
+        while sent < depth.min(calls) {
+            self.send("tools/call", call_params()).await?;
+            sent += 1;
+        }
+        for _ in 0..calls {
+            let answer = self.recv().await?;
+            check(&answer)?;
+            if sent < calls {
+                self.send("tools/call", call_params()).await?;
+                sent += 1;
+            }
+        }
+        Ok(started.elapsed())
+    }
+}
+
+fn check(answer: &Value) -> anyhow::Result<()> {
+    if answer["result"]["structuredContent"]["result"] != 3.0 {
+        bail!("unexpected answer: {answer}");
+    }
+    Ok(())
+}
+
+/// A server over HTTP: its address, and its session once initialized.
+struct Http {
+    authority: String,
+    session: Option<String>,
+}
+
+/// An HTTP server and keep-alive connections to it.
+struct HttpClients {
+    server: Http,
+    connections: Vec<Connection>,
+}
+
+impl Http {
+    /// Starts `program` and reads the address it printed on stderr.
+    async fn spawn(program: &str, args: &[&str]) -> anyhow::Result<(Child, Self)> {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot start {program}"))?;
+        let mut stderr = BufReader::new(child.stderr.take().context("stderr is piped")?).lines();
+        let authority = loop {
+            let line = stderr
+                .next_line()
+                .await?
+                .with_context(|| format!("{program} printed no address"))?;
+            if let Some(at) = line.split_whitespace().find_map(|word| {
+                let word = word.trim_start_matches("http://").trim_end_matches("/mcp");
+                word.parse::<std::net::SocketAddr>().ok()
+            }) {
+                break at.to_string();
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+        Ok((
+            child,
+            Self {
+                authority,
+                session: None,
+            },
+        ))
+    }
+
+    /// Initializes a session and opens `n` connections.
+    async fn connect(mut self, n: usize) -> anyhow::Result<HttpClients> {
+        let mut first = Connection::open(&self.authority).await?;
+        let reply = first
+            .post(
+                &self,
+                &json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": { "name": "bench", "version": "0" } } }),
+            )
+            .await?;
+        self.session = reply.session;
+        first
+            .post(
+                &self,
+                &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+            )
+            .await?;
+        let mut connections = vec![first];
+        for _ in 1..n {
+            connections.push(Connection::open(&self.authority).await?);
+        }
+        Ok(HttpClients {
+            server: self,
+            connections,
+        })
+    }
+}
+
+impl HttpClients {
+    /// One `tools/call` round trip on connection `at`.
+    async fn call(&mut self, at: usize) -> anyhow::Result<Duration> {
+        let message = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                              "params": call_params() });
+        let started = Instant::now();
+        let reply = self.connections[at].post(&self.server, &message).await?;
+        let took = started.elapsed();
+        check(&reply.answer(7)?)?;
+        Ok(took)
+    }
+
+    /// `calls` calls over `n` connections at once; how long they all took.
+    async fn concurrent(&mut self, calls: usize, n: usize) -> anyhow::Result<Duration> {
+        // Fresh connections: a server may close one idle for a while (hyper after 30 s).
+        for connection in &mut self.connections[..n] {
+            *connection = Connection::open(&self.server.authority).await?;
+        }
+        let server = &self.server;
+        let each = calls / n;
+        let started = Instant::now();
+        // In-flight requests of one session need ids of their own: the answers are routed
+        // by id.
+        let runs = self.connections[..n]
+            .iter_mut()
+            .enumerate()
+            .map(|(k, connection)| async move {
+                for i in 0..each {
+                    let id = 1_000_000 * (k as i64 + 1) + i as i64;
+                    let message = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                          "params": call_params() });
+                    check(&connection.post(server, &message).await?.answer(id)?)?;
+                }
+                anyhow::Ok(())
+            });
+        for result in futures::future::join_all(runs).await {
+            result?;
+        }
+        Ok(started.elapsed())
+    }
+}
+
+/// One HTTP/1.1 keep-alive connection, spoken by hand.
+struct Connection {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+struct Reply {
+    session: Option<String>,
+    body: String,
+}
+
+impl Reply {
+    /// The answer to request `id`: the body, or the `data:` of its SSE events.
+    fn answer(&self, id: i64) -> anyhow::Result<Value> {
+        if let Ok(value) = serde_json::from_str::<Value>(&self.body) {
+            return Ok(value);
+        }
+        self.body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message["id"] == id)
+            .with_context(|| format!("no answer in {}", self.body))
+    }
+}
+
+impl Connection {
+    async fn open(authority: &str) -> anyhow::Result<Self> {
+        let stream = TcpStream::connect(authority).await?;
+        stream.set_nodelay(true)?;
+        let (reader, writer) = stream.into_split();
+        Ok(Self {
+            reader: BufReader::new(reader),
+            writer,
+        })
+    }
+
+    async fn post(&mut self, server: &Http, message: &Value) -> anyhow::Result<Reply> {
+        let body = message.to_string();
+        let mut request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: \
+             application/json, text/event-stream\r\ncontent-length: {}\r\n",
+            server.authority,
+            body.len()
+        );
+        if let Some(session) = &server.session {
+            request.push_str(&format!(
+                "mcp-session-id: {session}\r\nmcp-protocol-version: 2025-11-25\r\n"
+            ));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        self.writer.write_all(request.as_bytes()).await?;
+        self.read_reply().await
+    }
+
+    async fn read_reply(&mut self) -> anyhow::Result<Reply> {
+        let mut line = String::new();
+        let mut length = None;
+        let mut chunked = false;
+        let mut session = None;
+        let mut status = String::new();
+        loop {
+            line.clear();
+            if self.reader.read_line(&mut line).await? == 0 {
+                bail!("the server closed the connection");
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if status.is_empty() {
+                status = header.to_owned();
+                continue;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            let value = value.trim();
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = Some(value.parse::<usize>()?),
+                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+                "mcp-session-id" => session = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.reader.read_line(&mut line).await?;
+                let size = usize::from_str_radix(line.trim(), 16)?;
+                let mut chunk = vec![0; size + 2];
+                self.reader.read_exact(&mut chunk).await?;
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else if let Some(length) = length {
+            body.resize(length, 0);
+            self.reader.read_exact(&mut body).await?;
+        }
+        if !status.contains(" 200 ") && !status.contains(" 202 ") {
+            bail!("{status}: {}", String::from_utf8_lossy(&body));
+        }
+        Ok(Reply {
+            session,
+            body: String::from_utf8(body)?,
+        })
+    }
+}
+
+/// Resident memory of process `pid` now and at its peak, from /proc (Linux).
+fn memory(pid: Option<u32>) -> String {
+    let status = pid
+        .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+        .unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map_or_else(|| "?".to_owned(), |v| v.trim().to_owned())
+    };
+    format!("{} (peak {})", field("VmRSS:"), field("VmHWM:"))
+}
+
+/// How soon a cancelled spinning call has freed its instance: the library's server in this
+/// process (so its count of calls in flight can be watched), over a pipe and over HTTP.
+async fn cancellation() -> anyhow::Result<()> {
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(tempfile::tempdir()?.keep()),
+        ..RuntimeConfig::default()
+    })?;
+    let minute = Some(HumanDuration(Duration::from_secs(60)));
+    let host = Host::builder()
+        .runtime(runtime)
+        .component(ComponentConfig::new(MISBEHAVE))
+        .limits(LimitsConfig {
+            cpu_time: minute,
+            timeout: minute,
+            ..LimitsConfig::default()
+        })
+        .build()
+        .await?;
+    let server = McpServer::new(Arc::new(host));
+    let spin = |id: i64| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": { "name": "spin", "arguments": {} } })
+    };
+
+    // Over a pipe, as on stdio.
+    let (client, served) = tokio::io::duplex(1 << 16);
+    let (input, output) = tokio::io::split(served);
+    tokio::spawn(serve_lines(
+        server.session(),
+        input,
+        output,
+        StdioOptions::default(),
+        std::future::pending(),
+    ));
+    let (from_server, mut to_server) = tokio::io::split(client);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(from_server).lines();
+        while let Ok(Some(_)) = lines.next_line().await {}
+    });
+    let initialize = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": { "name": "bench", "version": "0" } } });
+    for message in [
+        initialize,
+        json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+    ] {
+        to_server
+            .write_all(format!("{message}\n").as_bytes())
+            .await?;
+    }
+    let mut pipe = Vec::new();
+    for id in 1..=10 {
+        to_server
+            .write_all(format!("{}\n", spin(id)).as_bytes())
+            .await?;
+        in_flight(&server, 1).await?;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": { "requestId": id } });
+        to_server
+            .write_all(format!("{cancel}\n").as_bytes())
+            .await?;
+        let started = Instant::now();
+        in_flight(&server, 0).await?;
+        pipe.push(started.elapsed());
+    }
+
+    // Over HTTP, with sessions: the client closes its connection mid-call.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let authority = listener.local_addr()?.to_string();
+    tokio::spawn(serve_http(
+        server.session(),
+        listener,
+        HttpOptions::default(),
+        std::future::pending(),
+    ));
+    let clients = Http {
+        authority,
+        session: None,
+    }
+    .connect(1)
+    .await?;
+    let mut http = Vec::new();
+    for id in 1..=10 {
+        let mut connection = Connection::open(&clients.server.authority).await?;
+        let message = spin(id).to_string();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: \
+             application/json, text/event-stream\r\ncontent-length: {}\r\nmcp-session-id: \
+             {}\r\nmcp-protocol-version: 2025-11-25\r\n\r\n{message}",
+            clients.server.authority,
+            message.len(),
+            clients.server.session.as_deref().unwrap_or_default(),
+        );
+        connection.writer.write_all(request.as_bytes()).await?;
+        in_flight(&server, 1).await?;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        drop(connection);
+        let started = Instant::now();
+        in_flight(&server, 0).await?;
+        http.push(started.elapsed());
+    }
+    let (pipe, http) = (Stats::of(pipe), Stats::of(http));
+    println!();
+    println!("cancellation: a spinning guest's instance freed after (median, p90; 10 each)");
+    println!(
+        "{:<36} {:>10} {:>10}",
+        "notifications/cancelled (pipe)",
+        fmt(pipe.median),
+        fmt(pipe.p90)
+    );
+    println!(
+        "{:<36} {:>10} {:>10}",
+        "HTTP connection closed (sessions)",
+        fmt(http.median),
+        fmt(http.p90)
+    );
+    Ok(())
+}
+
+async fn in_flight(server: &McpServer, n: usize) -> anyhow::Result<()> {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while server.calls_in_flight() != n {
+            tokio::time::sleep(Duration::from_micros(100)).await;
+        }
+    })
+    .await
+    .with_context(|| format!("the server never had {n} call(s) in flight"))
+}

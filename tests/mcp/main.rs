@@ -1,0 +1,67 @@
+//! `host mcp`, driven by real clients: raw JSON-RPC over stdio and HTTP (every answer is
+//! checked as a client would read it), the official MCP conformance suite, and the Python MCP
+//! SDK. The peers come from `scripts/setup-mcp-peers.sh`; a test that needs them and finds
+//! them missing fails and says to run it.
+
+#![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
+
+mod cancel;
+mod http;
+mod peers;
+mod stdio;
+
+use std::path::PathBuf;
+
+use tempfile::TempDir;
+use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};
+use toolhost_tests::require_guests;
+
+/// A manifest with the calculator, the clock and the misbehaving tools, annotations for
+/// `square_root`, and `tenant` and `count` passed from `_meta`.
+pub struct TestManifest {
+    _dir: TempDir,
+    pub path: PathBuf,
+}
+
+impl TestManifest {
+    pub fn create() -> Self {
+        require_guests();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let text = format!(
+            r#"
+[components.calculator]
+path = {CALCULATOR:?}
+
+[components.clock]
+path = {CLOCK:?}
+
+[components.misbehave]
+path = {MISBEHAVE:?}
+limits = {{ cpu_time = "120s", timeout = "120s" }}
+
+[tools.square_root]
+annotations = {{ title = "Square root", read_only = true, idempotent = true, open_world = false }}
+
+[mcp]
+pass_meta = ["tenant", "count"]
+"#
+        );
+        std::fs::write(&path, text).unwrap();
+        Self { _dir: dir, path }
+    }
+
+    pub fn arg(&self) -> &str {
+        self.path.to_str().unwrap()
+    }
+}
+
+/// The names of the tools in a `tools/list` answer, in order.
+pub fn tool_names(answer: &serde_json::Value) -> Vec<String> {
+    answer["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a tools/list answer: {answer}"))
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
