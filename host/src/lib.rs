@@ -45,6 +45,7 @@ pub mod llm;
 mod manifest;
 pub mod mcp;
 mod native;
+mod process;
 mod report;
 mod runtime;
 pub mod sandbox;

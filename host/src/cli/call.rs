@@ -3,13 +3,13 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use clap::Args;
 use serde_json::json;
-use toolhost::{CallContext, ComponentConfig, Host, Runtime, ToolOutput};
+use toolhost::{CallContext, Host, Runtime, ToolOutput};
 
 use super::output::{print_json, println};
-use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest};
+use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -49,20 +49,7 @@ impl CallArgs {
         let mut host = Host::builder()
             .runtime(runtime.clone())
             .limits(self.limits.config());
-        if is_manifest(&self.target) {
-            if !self.grants.to_grants().is_empty() {
-                bail!(
-                    "grant flags apply to a single component; with a manifest, put the grants \
-                     in {}",
-                    self.target.display()
-                );
-            }
-            host = host.manifest(&self.target);
-        } else {
-            let mut config = ComponentConfig::new(&self.target);
-            config.grants = self.grants.to_grants();
-            host = host.component(config);
-        }
+        host = tools_of(host, &self.target, &self.grants)?;
         let host = host.build().await?;
         let arguments = if self.arguments == "-" {
             let mut text = String::new();

@@ -9,9 +9,9 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use toolhost::mcp::server::{self, HttpOptions, McpServer, StdioOptions};
 use toolhost::sandbox::{ByteSize, HumanDuration};
-use toolhost::{ComponentConfig, Host, McpConfig, Runtime};
+use toolhost::{Host, McpConfig, Runtime};
 
-use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest};
+use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 
 #[derive(Debug, Args)]
 // `--http` serves over HTTP here; the outgoing-HTTP grant of `host call` is `--allow-http`.
@@ -75,20 +75,7 @@ impl McpArgs {
             .mcp(McpConfig {
                 pass_meta: self.pass_meta.iter().cloned().collect(),
             });
-        if is_manifest(&self.target) {
-            if !self.grants.to_grants().is_empty() {
-                bail!(
-                    "grant flags apply to a single component; with a manifest, put the grants \
-                     in {}",
-                    self.target.display()
-                );
-            }
-            host = host.manifest(&self.target);
-        } else {
-            let mut config = ComponentConfig::new(&self.target);
-            config.grants = self.grants.to_grants();
-            host = host.component(config);
-        }
+        host = tools_of(host, &self.target, &self.grants)?;
         let server = McpServer::new(Arc::new(host.build().await?));
         let max_request = usize::try_from(self.max_request.0).unwrap_or(usize::MAX);
         let grace = self.shutdown_timeout.0;

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
-use toolhost::{Grants, Runtime, RuntimeConfig};
+use toolhost::{ComponentConfig, Grants, HostBuilder, Runtime, RuntimeConfig};
 
 pub use output::{is_broken_pipe, print_error};
 
@@ -258,4 +258,22 @@ impl LimitArgs {
 /// Whether `path` names a manifest rather than a component.
 fn is_manifest(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == "toml")
+}
+
+/// What `host call` and `host mcp` serve: a manifest's tools, or one component's with the
+/// grants of the command line (which a manifest does not take: its grants are in it).
+fn tools_of(host: HostBuilder, target: &Path, grants: &GrantArgs) -> anyhow::Result<HostBuilder> {
+    if is_manifest(target) {
+        if !grants.to_grants().is_empty() {
+            anyhow::bail!(
+                "grant flags apply to a single component; with a manifest, put the grants in {}",
+                target.display()
+            );
+        }
+        Ok(host.manifest(target))
+    } else {
+        let mut config = ComponentConfig::new(target);
+        config.grants = grants.to_grants();
+        Ok(host.component(config))
+    }
 }

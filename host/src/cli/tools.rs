@@ -12,7 +12,7 @@ use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
 
 use super::ExitStatus;
 use super::inspect::load_summary;
-use super::output::{print, print_json};
+use super::output::{one_line, print, print_json};
 
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
@@ -62,9 +62,7 @@ impl ToolsArgs {
             let skipped: Vec<Value> = toolbox
                 .skipped()
                 .iter()
-                .map(|skipped| {
-                    json!({ "name": skipped.name, "error": toolhost_chain(&skipped.error) })
-                })
+                .map(|skipped| json!({ "name": skipped.name, "error": one_line(&skipped.error) }))
                 .collect();
             print_json(&json!({
                 "components": components,
@@ -94,7 +92,7 @@ impl ToolsArgs {
                 format!(
                     "{}  NOT LOADED (required = false): {}\n",
                     skipped.name,
-                    toolhost_chain(&skipped.error)
+                    one_line(&skipped.error)
                 )
             }));
             print(&text.join("\n"))?;
@@ -111,18 +109,6 @@ fn offered(catalog: &Catalog, origin: &Origin) -> Vec<String> {
         .filter(|spec| catalog.origin(&spec.name) == Some(origin))
         .map(|spec| spec.name.clone())
         .collect()
-}
-
-/// An error and its causes on one line.
-fn toolhost_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// How an MCP server is reached, for people.

@@ -16,6 +16,7 @@ use tokio::process::{Child, Command};
 use futures::future::BoxFuture;
 
 use super::{ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::process::die_with_parent;
 
 /// The chat template that teaches the base model to call tools (Hermes style, which
 /// llama-server's tool-call parser reads).
@@ -269,22 +270,3 @@ fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }
-
-/// Makes the kernel kill the server when the host dies, however it dies (Linux).
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    // SAFETY: `prctl(PR_SET_PDEATHSIG)` only sets a flag of the calling (child) process and
-    // is async-signal-safe, as code between fork and exec must be.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_: &mut Command) {}

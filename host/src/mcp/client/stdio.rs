@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::config::INHERITED_ENV;
 use super::lines::{Line, next_line};
+use crate::process::die_with_parent;
 use crate::sandbox::EnvGrant;
 
 /// The `data.toolhost` of an error this transport makes up for a request whose answer was too
@@ -214,27 +215,6 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
         libc::killpg(pgid, signal);
     }
 }
-
-/// Makes the kernel send the server SIGTERM when the host dies without stopping it (a
-/// SIGKILL, a crash). Linux ties this to the thread that started it, which for the host is a
-/// runtime worker or the main thread: both live as long as the host.
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    // SAFETY: `prctl(PR_SET_PDEATHSIG)` only sets a flag of the calling (child) process and
-    // is async-signal-safe, as code between fork and exec must be.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_: &mut Command) {}
 
 /// Logs the server's stderr (at info, so `-v` shows it) and keeps its last lines.
 async fn read_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: Tail) {
