@@ -31,16 +31,7 @@ pub struct Peers {
 
 /// The installed peers; fails the test, naming the script to run, when they are missing.
 pub fn peers() -> Peers {
-    let cache = std::env::var_os("TOOLHOST_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("toolhost"))
-        })
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache/toolhost"))
-        })
-        .expect("HOME is set");
-    let dir = cache.join("mcp-peers");
+    let dir = crate::peers::peers_dir();
     let missing = |what: &Path| -> ! {
         panic!(
             "this test needs the MCP peers, and {} is missing: run scripts/setup-mcp-peers.sh \
