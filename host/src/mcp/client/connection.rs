@@ -1,0 +1,292 @@
+//! A connection to an MCP server: starting it (a process on stdio, or a Streamable HTTP
+//! endpoint), the handshake and first listing within the startup timeout, what the host
+//! answers the server, and what became of a server that went away.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use anyhow::anyhow;
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientJsonRpcMessage, Implementation, JsonRpcMessage,
+    LoggingLevel, LoggingMessageNotificationParam, ServerJsonRpcMessage, ServerNotification, Tool,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::Transport;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+
+use super::{McpTransport, STOP_GRACE, Shared, http, max_answer, stdio};
+
+/// A connected server.
+pub(super) struct Connection {
+    pub(super) service: RunningService<RoleClient, Handler>,
+    pub(super) process: Option<stdio::Process>,
+}
+
+/// Starts the server and lists its tools, within the startup timeout.
+pub(super) async fn connect(shared: &Arc<Shared>) -> anyhow::Result<(Connection, Vec<Tool>)> {
+    let config = &shared.config;
+    let watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync> = {
+        let shared = Arc::downgrade(shared);
+        Arc::new(move |message: &ServerJsonRpcMessage| {
+            if is_list_changed(message)
+                && let Some(shared) = shared.upgrade()
+            {
+                shared.stale.store(true, Ordering::Release);
+            }
+        })
+    };
+    let handler = Handler {
+        server: config.name.clone().into(),
+        shared: Arc::downgrade(shared),
+    };
+    let limit = max_answer(config.max_result);
+    let timeout = config.startup_timeout;
+    match &config.transport {
+        McpTransport::Stdio {
+            program,
+            args,
+            env,
+            cwd,
+        } => {
+            let (transport, process) = stdio::spawn(
+                &config.name,
+                program,
+                args,
+                env,
+                cwd.as_deref(),
+                limit,
+                watcher,
+            )
+            .map_err(|error| anyhow!("cannot start `{}`: {error}", program.display()))?;
+            match tokio::time::timeout(timeout, start(handler, transport)).await {
+                Ok(Ok((service, tools))) => {
+                    let connection = Connection {
+                        service,
+                        process: Some(process),
+                    };
+                    shared.remember_identity(&connection);
+                    Ok((connection, tools))
+                }
+                Ok(Err(error)) => {
+                    let exit = exit_of(&process).await;
+                    Err(anyhow!(
+                        "{error}{}{}",
+                        exit.map(|exit| format!("; the server {exit}"))
+                            .unwrap_or_default(),
+                        stderr_note(&process)
+                    ))
+                }
+                Err(_) => Err(anyhow!(
+                    "it did not answer `initialize` and `tools/list` within {} (raise \
+                     `startup_timeout` if it needs longer){}",
+                    humantime::format_duration(timeout),
+                    stderr_note(&process)
+                )),
+            }
+        }
+        McpTransport::Http { url, headers } => {
+            let transport = http::transport(url, headers, limit).map_err(anyhow::Error::msg)?;
+            let transport = Watched {
+                inner: transport,
+                watcher,
+            };
+            match tokio::time::timeout(timeout, start(handler, transport)).await {
+                Ok(Ok((service, tools))) => {
+                    let connection = Connection {
+                        service,
+                        process: None,
+                    };
+                    shared.remember_identity(&connection);
+                    Ok((connection, tools))
+                }
+                Ok(Err(error)) => Err(error),
+                Err(_) => Err(anyhow!(
+                    "it did not answer `initialize` and `tools/list` within {} (raise \
+                     `startup_timeout` if it needs longer)",
+                    humantime::format_duration(timeout)
+                )),
+            }
+        }
+    }
+}
+
+/// The MCP handshake, then the first listing of the tools.
+async fn start<T, E>(
+    handler: Handler,
+    transport: T,
+) -> anyhow::Result<(RunningService<RoleClient, Handler>, Vec<Tool>)>
+where
+    T: Transport<RoleClient, Error = E> + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler
+        .serve(transport)
+        .await
+        .map_err(|error| anyhow!("the MCP handshake failed: {error}"))?;
+    // rmcp keeps listings in a cache that answers from an old page when listing fails:
+    // toolhost wants to know.
+    service
+        .peer()
+        .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
+        .await;
+    let tools = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|error| anyhow!("listing its tools failed: {error}"))?;
+    Ok((service, tools))
+}
+
+fn is_list_changed(message: &ServerJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Notification(notification)
+            if matches!(notification.notification, ServerNotification::ToolListChangedNotification(_))
+    )
+}
+
+/// How the process ended, waiting a moment for it when its output ended first.
+async fn exit_of(process: &stdio::Process) -> Option<String> {
+    for _ in 0..20 {
+        if let Some(status) = process.exit_status() {
+            return Some(describe_exit(status));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended ({status})"),
+    }
+}
+
+fn stderr_note(process: &stdio::Process) -> String {
+    let mut note = String::new();
+    if let Some(stderr) = process.stderr() {
+        note.push_str(&format!("; its stderr ends: {stderr}"));
+    }
+    if let Some(protocol) = process.protocol_errors() {
+        note.push_str(&format!("; on stdout it {protocol}"));
+    }
+    note
+}
+
+impl Connection {
+    pub(super) fn is_closed(&self) -> bool {
+        self.service.is_closed()
+            || self.service.peer().is_transport_closed()
+            || self
+                .process
+                .as_ref()
+                .is_some_and(|process| process.exit_status().is_some())
+    }
+
+    /// What became of it, for messages.
+    pub(super) async fn fate(&self) -> String {
+        match &self.process {
+            Some(process) => {
+                let exit = exit_of(process)
+                    .await
+                    .unwrap_or_else(|| "closed its stdout".to_owned());
+                format!("{exit}{}", stderr_note(process))
+            }
+            None => "closed the connection".to_owned(),
+        }
+    }
+
+    pub(super) async fn stop(&self) {
+        if let Some(process) = &self.process {
+            process.stop(STOP_GRACE).await;
+        }
+        self.service.cancellation_token().cancel();
+    }
+}
+
+/// What the host answers a server: it offers nothing (no roots, sampling or elicitation),
+/// and listens for tool changes and log messages.
+#[derive(Clone)]
+pub(super) struct Handler {
+    server: Arc<str>,
+    shared: Weak<Shared>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The transport already marked the tools stale; list them now rather than at the
+        // next model turn, for whoever looks at them sooner.
+        if let Some(shared) = self.shared.upgrade() {
+            shared.stale.store(true, Ordering::Release);
+            tokio::spawn(async move { shared.refresh().await });
+        }
+    }
+
+    async fn on_logging_message(
+        &self,
+        message: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = match &message.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let logger = message.logger.as_deref().unwrap_or("");
+        match message.level {
+            LoggingLevel::Debug => {
+                tracing::debug!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            LoggingLevel::Warning => {
+                tracing::warn!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+            _ => {
+                tracing::error!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
+            }
+        }
+    }
+}
+
+/// A transport that shows every incoming message to `watcher` before rmcp gets it, so a
+/// `tools/list_changed` marks the tools stale before the answer that follows it arrives.
+struct Watched<T> {
+    inner: T,
+    watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync>,
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: ClientJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        let message = self.inner.receive().await;
+        if let Some(message) = &message {
+            (self.watcher)(message);
+        }
+        message
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
