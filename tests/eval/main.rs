@@ -96,15 +96,16 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
     let index = ToolIndex::new(&specs);
     let mut found = 0;
     let mut wanted = 0;
+    let mut offered_total = 0;
     for (i, case) in suite.cases.iter().enumerate() {
         if !flags.wants(i + 1, case) {
             continue;
         }
         wanted += 1;
         let ranked = index.rank_text(&case.request);
-        let offered: Vec<&str> = ranked
+        let offered: Vec<&str> = index
+            .select_text(&case.request, limit)
             .iter()
-            .take(limit)
             .map(|&(at, _)| index.name(at))
             .collect();
         let hit = offered
@@ -117,14 +118,20 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
             .map(|&(at, score)| format!("{} {score:.1}", index.name(at)))
             .collect();
         println!(
-            "{} {:>2} {:?}\n      {}",
+            "{} {:>2} {:?}\n      offered: {}; ranked: {}",
             if hit { "ok  " } else { "MISS" },
             i + 1,
             case.request,
+            offered.join(", "),
             shown.join(", ")
         );
+        offered_total += offered.len();
     }
-    println!("an answering tool is offered for {found}/{wanted} requests (tools: {limit})");
+    println!(
+        "an answering tool is offered for {found}/{wanted} requests (at most {limit} tools, \
+         {:.1} on average)",
+        offered_total as f32 / wanted.max(1) as f32
+    );
     Ok(())
 }
 

@@ -514,12 +514,11 @@ impl Agent {
         let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
             (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
                 let index = self.index.get(&catalog);
-                index
-                    .rank(messages)
+                let mut ranked = index.rank(messages);
+                ranked.retain(|&(at, _)| catalog.get(index.name(at)).is_some_and(allowed));
+                select::offer(ranked, k)
                     .into_iter()
                     .filter_map(|(at, _)| catalog.get(index.name(at)))
-                    .filter(|spec| allowed(spec))
-                    .take(k)
                     .collect()
             }
             _ => catalog.iter().filter(|spec| allowed(spec)).collect(),

@@ -15,7 +15,17 @@
 //! Words are compared lowercased, split at anything but letters and digits and between
 //! letters and digits (`sha256` also counts as `sha` and `256`, `square_root` as `square`
 //! and `root`), without common English words, and reduced to a crude stem (`adds`, `added`
-//! and `adding` all count as `add`).
+//! and `adding` all count as `add`). A request's word that no tool has meets the tools' words
+//! it begins with or that begin with it, at half weight (`statistics` finds `stats`).
+//!
+//! Besides words, a request holds values, and a tool's required parameters say which values
+//! it needs: numbers ("17 times 23"), file paths ("/data/report.txt"), URLs, JSON documents.
+//! Each kind of value counts as one more word of the request, met by every required parameter
+//! of that kind (a `number`, a string named or described as a path, a file or a directory, a
+//! URL, JSON), so "12 boxes of 24 pens" leans to the calculator even without its words.
+//!
+//! Only tools scoring at least [`RELATIVE_CUTOFF`] of the best are offered: a clear winner
+//! comes alone, since a small model given three tools often calls the wrong one.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -100,6 +110,19 @@ const DESCRIPTION_WEIGHT: f32 = 2.0;
 const PARAMETER_WEIGHT: f32 = 1.0;
 /// The weight of the user messages before the last one (halved again for each earlier one).
 const EARLIER_MESSAGE_WEIGHT: f32 = 0.5;
+/// The weight of a request's word met only as a prefix of a tool's word (or the other way).
+const PREFIX_WEIGHT: f32 = 0.5;
+/// The shortest word that meets others by prefix.
+const PREFIX_MIN: usize = 4;
+/// A tool is offered only if it scores at least this share of the best tool's score.
+pub const RELATIVE_CUTOFF: f32 = 0.85;
+
+/// The kinds of values a request can hold and a required parameter can take, as the words
+/// that stand for them in the index (no real word starts with a control character).
+const NUMBER: &str = "\u{1}number";
+const PATH: &str = "\u{1}path";
+const URL: &str = "\u{1}url";
+const JSON: &str = "\u{1}json";
 
 /// A search index over tools, for ranking them against a conversation.
 ///
@@ -144,8 +167,11 @@ impl ToolIndex {
                 for_each_word(text, |word| *counts.entry(word).or_default() += weight);
             };
             add(&spec.name, NAME_WEIGHT);
-            add(&spec.description, DESCRIPTION_WEIGHT);
+            add(&without_examples(&spec.description), DESCRIPTION_WEIGHT);
             parameter_text(&spec.input_schema, &mut add, 0);
+            for kind in required_kinds(&spec.input_schema) {
+                *counts.entry(kind.to_owned()).or_default() += PARAMETER_WEIGHT;
+            }
             let length: f32 = counts.values().sum();
             for (word, count) in counts.drain() {
                 let at = u32::try_from(at).unwrap_or(u32::MAX);
@@ -181,24 +207,26 @@ impl ToolIndex {
         self.rank_query(&query)
     }
 
+    /// The tools to offer for `text`: at most `k` of [`rank_text`](Self::rank_text), and only
+    /// those scoring at least [`RELATIVE_CUTOFF`] of the best.
+    pub fn select_text(&self, text: &str, k: usize) -> Vec<(usize, f32)> {
+        offer(self.rank_text(text), k)
+    }
+
     /// The tools that share a word with what the user said in `messages`, best first.
     pub fn rank(&self, messages: &[Message]) -> Vec<(usize, f32)> {
         self.rank_query(&conversation_query(messages))
     }
 
     fn rank_query(&self, query: &HashMap<String, f32>) -> Vec<(usize, f32)> {
-        let n = self.names.len() as f32;
         let mut scores = vec![0.0f32; self.names.len()];
-        for (word, weight) in query {
-            let Some(postings) = self.postings.get(word) else {
-                continue;
-            };
-            let df = postings.len() as f32;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for &(at, count) in postings {
-                let at = at as usize;
-                let norm = 1.0 - B + B * self.lengths[at] / self.average_length.max(1.0);
-                scores[at] += weight * idf * count * (K1 + 1.0) / (count + K1 * norm);
+        for (word, &weight) in query {
+            if self.postings.contains_key(word) {
+                self.score_word(word, weight, &mut scores);
+            } else {
+                for known in self.prefix_matches(word) {
+                    self.score_word(known, weight * PREFIX_WEIGHT, &mut scores);
+                }
             }
         }
         let mut ranked: Vec<(usize, f32)> = scores
@@ -210,6 +238,43 @@ impl ToolIndex {
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked
     }
+
+    /// The indexed words that `word` begins with, or that begin with it (both at least
+    /// [`PREFIX_MIN`] letters long).
+    fn prefix_matches<'a>(&'a self, word: &'a str) -> impl Iterator<Item = &'a String> + 'a {
+        let long_enough = word.len() >= PREFIX_MIN && word.is_ascii();
+        let shorter = (PREFIX_MIN..word.len())
+            .filter(move |_| long_enough)
+            .filter_map(|end| self.postings.get_key_value(&word[..end]).map(|(k, _)| k));
+        let longer = self
+            .postings
+            .keys()
+            .filter(move |known| long_enough && known.len() > word.len() && known.starts_with(word));
+        shorter.chain(longer)
+    }
+
+    /// Adds `word`'s BM25 contribution, at `weight`, to the score of every tool that has it.
+    fn score_word(&self, word: &str, weight: f32, scores: &mut [f32]) {
+        let n = self.names.len() as f32;
+        if let Some(postings) = self.postings.get(word) {
+            let df = postings.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(at, count) in postings {
+                let at = at as usize;
+                let norm = 1.0 - B + B * self.lengths[at] / self.average_length.max(1.0);
+                scores[at] += weight * idf * count * (K1 + 1.0) / (count + K1 * norm);
+            }
+        }
+    }
+}
+
+/// At most `k` of `ranked` (best first), and only those scoring at least
+/// [`RELATIVE_CUTOFF`] of the best.
+pub(crate) fn offer(mut ranked: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
+    let best = ranked.first().map_or(0.0, |&(_, score)| score);
+    ranked.retain(|&(_, score)| score >= best * RELATIVE_CUTOFF);
+    ranked.truncate(k);
+    ranked
 }
 
 /// The index of the catalog seen last, rebuilt when the toolbox's tools change.
@@ -247,12 +312,105 @@ fn conversation_query(messages: &[Message]) -> HashMap<String, f32> {
     query
 }
 
-/// Adds the words of `text` to `query` at `weight` (a word counts once, at its highest).
+/// Adds the words of `text` and the kinds of values it holds to `query` at `weight` (a word
+/// counts once, at its highest).
 fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
-    for_each_word(text, |word| {
+    let mut add = |word: String| {
         let entry = query.entry(word).or_insert(0.0);
         *entry = entry.max(weight);
+    };
+    for kind in value_kinds(text) {
+        add(kind.to_owned());
+    }
+    for_each_word(text, add);
+}
+
+/// The kinds of values written in `text`: a number standing alone (`17`, `-2.5`, `1,000`),
+/// a path (`/data/report.txt`, `notes.md`), a URL, a JSON object or array.
+fn value_kinds(text: &str) -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    let mut found = |kind| {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    };
+    if text.contains("{\"") || text.contains("[{") || text.contains("[\"") {
+        found(JSON);
+    }
+    for token in text.split_whitespace() {
+        let token = token.trim_end_matches(['?', '!', ',', ';', ':', ')', '\'', '"']);
+        let token = token.trim_start_matches(['(', '\'', '"']);
+        let bare = token.trim_end_matches('.');
+        if token.starts_with("http://") || token.starts_with("https://") {
+            found(URL);
+        } else if is_number(bare) {
+            found(NUMBER);
+        } else if is_path(bare) {
+            found(PATH);
+        }
+    }
+    kinds
+}
+
+fn is_number(token: &str) -> bool {
+    let digits = token.strip_prefix(['-', '+']).unwrap_or(token);
+    !digits.is_empty()
+        && digits.starts_with(|c: char| c.is_ascii_digit())
+        && digits.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+}
+
+/// `/a/b`, `./a`, `~/a` or a file name with a short extension (`report.txt`).
+fn is_path(token: &str) -> bool {
+    let rooted = ["/", "./", "~/"].iter().any(|p| token.starts_with(p))
+        && token.chars().nth(1).is_some_and(|c| c.is_alphanumeric() || c == '/');
+    let file_name = token.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty()
+            && !stem.contains('@')
+            && (1..=4).contains(&extension.len())
+            && extension.chars().all(|c| c.is_ascii_alphabetic())
     });
+    rooted || file_name
+}
+
+/// The kinds of values a tool's required parameters take (a kind per parameter, so two
+/// required numbers count twice).
+fn required_kinds(schema: &Value) -> Vec<&'static str> {
+    let (Some(properties), Some(required)) = (
+        schema.get("properties").and_then(Value::as_object),
+        schema.get("required").and_then(Value::as_array),
+    ) else {
+        return Vec::new();
+    };
+    let mut kinds = Vec::new();
+    for name in required.iter().filter_map(Value::as_str) {
+        let Some(property) = properties.get(name) else {
+            continue;
+        };
+        let types = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        if types.iter().any(|t| *t == "number" || *t == "integer") {
+            kinds.push(NUMBER);
+            continue;
+        }
+        let description = property.get("description").and_then(Value::as_str);
+        let about = format!("{name} {}", description.unwrap_or("")).to_lowercase();
+        let says = |words: &[&str]| {
+            about
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| words.contains(&w))
+        };
+        if says(&["url", "uri", "link"]) {
+            kinds.push(URL);
+        } else if says(&["json"]) {
+            kinds.push(JSON);
+        } else if says(&["path", "file", "dir", "directory", "folder"]) {
+            kinds.push(PATH);
+        }
+    }
+    kinds
 }
 
 /// The parameter names and descriptions of a JSON schema, nested ones included.
@@ -266,7 +424,7 @@ fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), depth: usize)
     for (name, property) in properties {
         add(name, PARAMETER_WEIGHT);
         if let Some(description) = property.get("description").and_then(Value::as_str) {
-            add(description, PARAMETER_WEIGHT);
+            add(&without_examples(description), PARAMETER_WEIGHT);
         }
         if let Some(values) = property.get("enum").and_then(Value::as_array) {
             for value in values.iter().filter_map(Value::as_str) {
@@ -278,6 +436,36 @@ fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), depth: usize)
             parameter_text(items, add, depth + 1);
         }
     }
+}
+
+/// `text` without its example values: quoted text, paths and code ("such as \"New York\"",
+/// "for example /data/report.txt", "such as items[0].name") say what a value may look like, not what the tool does, and
+/// would draw every request that mentions New York or that file.
+fn without_examples(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    for (at, part) in text.split('"').enumerate() {
+        if at % 2 == 1 {
+            continue;
+        }
+        for token in part.split_whitespace() {
+            let bare = token.trim_end_matches(['.', ',', ';', ':', ')', '?']);
+            let bare = bare.trim_start_matches('(');
+            if !is_path(bare) && !is_code(bare) {
+                kept.push_str(token);
+                kept.push(' ');
+            }
+        }
+    }
+    kept
+}
+
+/// `items[0].name`, `{"a": 1}`, `a.b`: an example written as code.
+fn is_code(token: &str) -> bool {
+    token.contains(['[', '{', '\\'])
+        || token
+            .trim_matches('.')
+            .split_once('.')
+            .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
 }
 
 /// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
@@ -429,6 +617,76 @@ mod tests {
             Some("current_time")
         );
         assert_eq!(best("Hi, who are you?"), None, "no tool fits a greeting");
+    }
+
+    #[test]
+    fn values_in_the_request_meet_the_required_parameters_that_take_them() {
+        assert_eq!(value_kinds("what's 17 times 23"), [NUMBER]);
+        assert_eq!(value_kinds("read /data/report.txt, please"), [PATH]);
+        assert_eq!(value_kinds("sum of report.csv"), [PATH]);
+        assert_eq!(value_kinds("get https://example.com/a.json"), [URL]);
+        assert_eq!(value_kinds(r#"the name in {"a": 1}"#), [JSON]);
+        assert!(value_kinds("mail bob@example.com about sha256").is_empty());
+
+        let numbers = json!({"type": "object", "required": ["a", "b"], "properties": {
+            "a": {"type": "number"}, "b": {"type": "number"}}});
+        let file = json!({"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string"}, "top": {"type": "integer"}}});
+        let text = json!({"type": "object", "required": ["text"], "properties": {
+            "text": {"type": "string"}}});
+        assert_eq!(required_kinds(&numbers), [NUMBER, NUMBER]);
+        assert_eq!(required_kinds(&file), [PATH], "`top` is optional");
+        assert!(required_kinds(&text).is_empty());
+
+        let index = ToolIndex::new(&[
+            spec("count_words", "Counts the words of a file.", file),
+            spec("text_stats", "Counts the words of a text.", text),
+            spec("multiply", "Multiplies two numbers.", numbers),
+            spec("tell_time", "Tells the time.", json!({})),
+        ]);
+        let best = |text: &str| index.name(index.rank_text(text)[0].0).to_owned();
+        assert_eq!(best("count the words in /data/a.txt"), "count_words");
+        assert_eq!(best("count the words in this text: to be or not"), "text_stats");
+        assert_eq!(best("12 boxes of 24 pens: how many in all"), "multiply");
+    }
+
+    #[test]
+    fn a_word_meets_the_words_it_begins_or_ends_by_prefix() {
+        let index = ToolIndex::new(&[
+            spec("text_stats", "Counts words and sentences.", json!({})),
+            spec("read_file", "Reads a file.", json!({})),
+        ]);
+        let ranked = index.rank_text("text statistics please");
+        assert_eq!(index.name(ranked[0].0), "text_stats");
+        let exact = index.rank_text("text stats")[0].1;
+        assert!(ranked[0].1 < exact, "a prefix counts less than the word itself");
+    }
+
+    #[test]
+    fn example_values_in_descriptions_draw_no_request() {
+        let index = ToolIndex::new(&[
+            spec(
+                "current_weather",
+                "Gets the weather in a city.",
+                json!({"type": "object", "properties": {
+                    "city": {"type": "string", "description": "The city, such as \"New York\"."}}}),
+            ),
+            spec(
+                "read_file",
+                "Reads a file (for example /data/report.txt) or a field such as items[0].name.",
+                json!({}),
+            ),
+        ]);
+        assert!(index.rank_text("what's on in New York").is_empty());
+        assert!(index.rank_text("items name report").is_empty());
+    }
+
+    #[test]
+    fn only_tools_close_to_the_best_are_offered() {
+        let ranked = vec![(3, 10.0), (1, 9.0), (0, 5.0), (2, 4.0)];
+        assert_eq!(offer(ranked.clone(), 3), [(3, 10.0), (1, 9.0)]);
+        assert_eq!(offer(ranked, 1), [(3, 10.0)]);
+        assert!(offer(vec![], 3).is_empty());
     }
 
     #[test]
