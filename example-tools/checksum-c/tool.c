@@ -238,7 +238,7 @@ static const tool TOOLS[] = {
      "and returns it as 8 lowercase hex digits.",
      TEXT_SCHEMA("checksum"), "{\"text\": \"hello\"}", TEXT_ARGUMENTS, false, run_crc32},
     {"checksum_file",
-     "Computes the SHA-256 or CRC-32 checksum of a file under /data, such as /data/report.pdf, "
+     "Computes the SHA-256 or CRC-32 checksum of a file under /data, "
      "to verify a download or check whether two files are the same.",
      "{\"type\":\"object\",\"properties\":{"
      "\"path\":{\"type\":\"string\",\"description\":\"The file, as the tool sees it, such as "

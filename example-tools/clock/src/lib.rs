@@ -77,8 +77,8 @@ impl Toolbox for Clock {
         vec![
             Tool::new(
                 "current_time",
-                "Tells the current date, time and day of the week in a city, a country or a \
-                 time zone (or the default one).",
+                "Tells the current date, time and day of the week (what time it is now) in a \
+                 city, a country or a time zone.",
                 current_time,
             )
             .requests(

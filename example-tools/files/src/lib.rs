@@ -43,6 +43,7 @@ struct ReadFile {
 #[derive(Deserialize, JsonSchema)]
 struct WriteNote {
     /// A short title; it becomes the file name.
+    #[schemars(length(min = 1, max = 80))]
     title: String,
     /// The text of the note.
     text: String,
