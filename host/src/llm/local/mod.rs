@@ -122,10 +122,6 @@ impl LocalServer {
             // Stop after one tool call; let <end_of_turn> end answers; ban the token
             // "response" so the model does not write its own <tool_response>.
             .args(["-r", "</tool_call>", "-l", "106+15", "-l", "6275-inf"])
-            // DRY ("don't repeat yourself") sampling: without it, answering from a long JSON
-            // result, the model repeated a phrase until max_tokens (2 of 3 text statistics
-            // requests in the eval); it applies at temperature 0 too.
-            .args(["--dry-multiplier", "0.8"])
             .args([
                 "-np",
                 "1",
