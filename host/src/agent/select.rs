@@ -246,10 +246,9 @@ impl ToolIndex {
         let shorter = (PREFIX_MIN..word.len())
             .filter(move |_| long_enough)
             .filter_map(|end| self.postings.get_key_value(&word[..end]).map(|(k, _)| k));
-        let longer = self
-            .postings
-            .keys()
-            .filter(move |known| long_enough && known.len() > word.len() && known.starts_with(word));
+        let longer = self.postings.keys().filter(move |known| {
+            long_enough && known.len() > word.len() && known.starts_with(word)
+        });
         shorter.chain(longer)
     }
 
@@ -356,13 +355,18 @@ fn is_number(token: &str) -> bool {
     let digits = token.strip_prefix(['-', '+']).unwrap_or(token);
     !digits.is_empty()
         && digits.starts_with(|c: char| c.is_ascii_digit())
-        && digits.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+        && digits
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
 }
 
 /// `/a/b`, `./a`, `~/a` or a file name with a short extension (`report.txt`).
 fn is_path(token: &str) -> bool {
     let rooted = ["/", "./", "~/"].iter().any(|p| token.starts_with(p))
-        && token.chars().nth(1).is_some_and(|c| c.is_alphanumeric() || c == '/');
+        && token
+            .chars()
+            .nth(1)
+            .is_some_and(|c| c.is_alphanumeric() || c == '/');
     let file_name = token.rsplit_once('.').is_some_and(|(stem, extension)| {
         !stem.is_empty()
             && !stem.contains('@')
@@ -646,7 +650,10 @@ mod tests {
         ]);
         let best = |text: &str| index.name(index.rank_text(text)[0].0).to_owned();
         assert_eq!(best("count the words in /data/a.txt"), "count_words");
-        assert_eq!(best("count the words in this text: to be or not"), "text_stats");
+        assert_eq!(
+            best("count the words in this text: to be or not"),
+            "text_stats"
+        );
         assert_eq!(best("12 boxes of 24 pens: how many in all"), "multiply");
     }
 
@@ -659,7 +666,10 @@ mod tests {
         let ranked = index.rank_text("text statistics please");
         assert_eq!(index.name(ranked[0].0), "text_stats");
         let exact = index.rank_text("text stats")[0].1;
-        assert!(ranked[0].1 < exact, "a prefix counts less than the word itself");
+        assert!(
+            ranked[0].1 < exact,
+            "a prefix counts less than the word itself"
+        );
     }
 
     #[test]
