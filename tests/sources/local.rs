@@ -50,10 +50,11 @@ fn manifest(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Gemma 3 270M does not answer this through mcp-server-time yet: with tool \
-            selection it calls `multiply` (seen 2026-11-23), before that it sent \"Tokyo\", which \
-            the server refuses (IANA names only); through toolhost's own clock it answers \
-            (tests/eval/suite.toml, the fast time request)"]
+#[ignore = "Gemma 3 270M does not answer this through mcp-server-time yet: it calls \
+            `convert_time` with \"Tokyo\" (seen 2026-11-23, names-only template), earlier \
+            `multiply` or `get_current_time` with \"Tokyo\"; the server takes IANA names only. \
+            Through toolhost's own clock, which takes city names, it answers (the fast time \
+            request of tests/eval/suite.toml)"]
 async fn the_local_model_tells_the_time_in_tokyo_through_mcp_server_time() {
     toolhost_tests::require_guests();
     let dir = tempfile::tempdir().unwrap();
