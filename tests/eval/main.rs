@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit};
+use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit, offer};
 use toolhost::{Host, ToolSpec};
 use toolhost_tests::eval::{Case, Setup, Suite, Verdict, line, report, synthetic_tools};
 
@@ -103,8 +103,7 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
         }
         wanted += 1;
         let ranked = index.rank_text(&case.request);
-        let offered: Vec<&str> = index
-            .select_text(&case.request, limit)
+        let offered: Vec<&str> = offer(ranked.clone(), limit)
             .iter()
             .map(|&(at, _)| index.name(at))
             .collect();

@@ -83,7 +83,7 @@ pub use config::{AgentConfig, OnError};
 pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
 pub use error::{AgentError, AgentErrorKind, RunRecord};
 pub use execute::{InvalidCall, InvalidProblem, Outcome, ToolExecution};
-pub use select::{ToolIndex, ToolLimit};
+pub use select::{RELATIVE_CUTOFF, ToolIndex, ToolLimit, offer};
 pub use state::RunState;
 
 use crate::llm::{
@@ -514,12 +514,13 @@ impl Agent {
         let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
             (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
                 let index = self.index.get(&catalog);
-                let mut ranked = index.rank(messages);
-                ranked.retain(|&(at, _)| catalog.get(index.name(at)).is_some_and(allowed));
-                select::offer(ranked, k)
+                let ranked = index
+                    .rank(messages)
                     .into_iter()
-                    .filter_map(|(at, _)| catalog.get(index.name(at)))
-                    .collect()
+                    .filter_map(|(at, score)| Some((catalog.get(index.name(at))?, score)))
+                    .filter(|(spec, _)| allowed(spec))
+                    .collect();
+                offer(ranked, k).into_iter().map(|(spec, _)| spec).collect()
             }
             _ => catalog.iter().filter(|spec| allowed(spec)).collect(),
         };

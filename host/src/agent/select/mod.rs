@@ -33,10 +33,13 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::llm::Message;
 use crate::{Catalog, ToolSpec};
+
+mod words;
+
+use words::{for_each_word, parameter_text, required_kinds, value_kinds, without_examples};
 
 /// How many of the tools a request offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -117,13 +120,6 @@ const PREFIX_MIN: usize = 4;
 /// A tool is offered only if it scores at least this share of the best tool's score.
 pub const RELATIVE_CUTOFF: f32 = 0.85;
 
-/// The kinds of values a request can hold and a required parameter can take, as the words
-/// that stand for them in the index (no real word starts with a control character).
-const NUMBER: &str = "\u{1}number";
-const PATH: &str = "\u{1}path";
-const URL: &str = "\u{1}url";
-const JSON: &str = "\u{1}json";
-
 /// A search index over tools, for ranking them against a conversation.
 ///
 /// ```
@@ -154,6 +150,8 @@ pub struct ToolIndex {
     average_length: f32,
     /// For each word: the tools that have it, with its weighted count there.
     postings: HashMap<String, Vec<(u32, f32)>>,
+    /// The words of `postings`, sorted, for finding the ones a word begins.
+    vocabulary: Vec<String>,
 }
 
 impl ToolIndex {
@@ -180,6 +178,8 @@ impl ToolIndex {
             index.names.push(spec.name.clone());
             index.lengths.push(length);
         }
+        index.vocabulary = index.postings.keys().cloned().collect();
+        index.vocabulary.sort_unstable();
         let total: f32 = index.lengths.iter().sum();
         index.average_length = total / (index.lengths.len().max(1) as f32);
         index
@@ -205,12 +205,6 @@ impl ToolIndex {
         let mut query = HashMap::new();
         add_query(&mut query, text, 1.0);
         self.rank_query(&query)
-    }
-
-    /// The tools to offer for `text`: at most `k` of [`rank_text`](Self::rank_text), and only
-    /// those scoring at least [`RELATIVE_CUTOFF`] of the best.
-    pub fn select_text(&self, text: &str, k: usize) -> Vec<(usize, f32)> {
-        offer(self.rank_text(text), k)
     }
 
     /// The tools that share a word with what the user said in `messages`, best first.
@@ -246,9 +240,12 @@ impl ToolIndex {
         let shorter = (PREFIX_MIN..word.len())
             .filter(move |_| long_enough)
             .filter_map(|end| self.postings.get_key_value(&word[..end]).map(|(k, _)| k));
-        let longer = self.postings.keys().filter(move |known| {
-            long_enough && known.len() > word.len() && known.starts_with(word)
-        });
+        let from = self
+            .vocabulary
+            .partition_point(|known| known.as_str() <= word);
+        let longer = self.vocabulary[from..]
+            .iter()
+            .take_while(move |known| long_enough && known.starts_with(word));
         shorter.chain(longer)
     }
 
@@ -267,9 +264,9 @@ impl ToolIndex {
     }
 }
 
-/// At most `k` of `ranked` (best first), and only those scoring at least
-/// [`RELATIVE_CUTOFF`] of the best.
-pub(crate) fn offer(mut ranked: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
+/// What a request offers of `ranked` (tools with their scores, best first): at most `k`,
+/// and only those scoring at least [`RELATIVE_CUTOFF`] of the best.
+pub fn offer<T>(mut ranked: Vec<(T, f32)>, k: usize) -> Vec<(T, f32)> {
     let best = ranked.first().map_or(0.0, |&(_, score)| score);
     ranked.retain(|&(_, score)| score >= best * RELATIVE_CUTOFF);
     ranked.truncate(k);
@@ -324,241 +321,12 @@ fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
     for_each_word(text, add);
 }
 
-/// The kinds of values written in `text`: a number standing alone (`17`, `-2.5`, `1,000`),
-/// a path (`/data/report.txt`, `notes.md`), a URL, a JSON object or array.
-fn value_kinds(text: &str) -> Vec<&'static str> {
-    let mut kinds = Vec::new();
-    let mut found = |kind| {
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
-    };
-    if text.contains("{\"") || text.contains("[{") || text.contains("[\"") {
-        found(JSON);
-    }
-    for token in text.split_whitespace() {
-        let token = token.trim_end_matches(['?', '!', ',', ';', ':', ')', '\'', '"']);
-        let token = token.trim_start_matches(['(', '\'', '"']);
-        let bare = token.trim_end_matches('.');
-        if token.starts_with("http://") || token.starts_with("https://") {
-            found(URL);
-        } else if is_number(bare) {
-            found(NUMBER);
-        } else if is_path(bare) {
-            found(PATH);
-        }
-    }
-    kinds
-}
-
-fn is_number(token: &str) -> bool {
-    let digits = token.strip_prefix(['-', '+']).unwrap_or(token);
-    !digits.is_empty()
-        && digits.starts_with(|c: char| c.is_ascii_digit())
-        && digits
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
-}
-
-/// `/a/b`, `./a`, `~/a` or a file name with a short extension (`report.txt`).
-fn is_path(token: &str) -> bool {
-    let rooted = ["/", "./", "~/"].iter().any(|p| token.starts_with(p))
-        && token
-            .chars()
-            .nth(1)
-            .is_some_and(|c| c.is_alphanumeric() || c == '/');
-    let file_name = token.rsplit_once('.').is_some_and(|(stem, extension)| {
-        !stem.is_empty()
-            && !stem.contains('@')
-            && (1..=4).contains(&extension.len())
-            && extension.chars().all(|c| c.is_ascii_alphabetic())
-    });
-    rooted || file_name
-}
-
-/// The kinds of values a tool's required parameters take (a kind per parameter, so two
-/// required numbers count twice).
-fn required_kinds(schema: &Value) -> Vec<&'static str> {
-    let (Some(properties), Some(required)) = (
-        schema.get("properties").and_then(Value::as_object),
-        schema.get("required").and_then(Value::as_array),
-    ) else {
-        return Vec::new();
-    };
-    let mut kinds = Vec::new();
-    for name in required.iter().filter_map(Value::as_str) {
-        let Some(property) = properties.get(name) else {
-            continue;
-        };
-        let types = match property.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => vec![],
-        };
-        if types.iter().any(|t| *t == "number" || *t == "integer") {
-            kinds.push(NUMBER);
-            continue;
-        }
-        let description = property.get("description").and_then(Value::as_str);
-        let about = format!("{name} {}", description.unwrap_or("")).to_lowercase();
-        let says = |words: &[&str]| {
-            about
-                .split(|c: char| !c.is_alphanumeric())
-                .any(|w| words.contains(&w))
-        };
-        if says(&["url", "uri", "link"]) {
-            kinds.push(URL);
-        } else if says(&["json"]) {
-            kinds.push(JSON);
-        } else if says(&["path", "file", "dir", "directory", "folder"]) {
-            kinds.push(PATH);
-        }
-    }
-    kinds
-}
-
-/// The parameter names and descriptions of a JSON schema, nested ones included.
-fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), depth: usize) {
-    if depth > 4 {
-        return;
-    }
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    for (name, property) in properties {
-        add(name, PARAMETER_WEIGHT);
-        if let Some(description) = property.get("description").and_then(Value::as_str) {
-            add(&without_examples(description), PARAMETER_WEIGHT);
-        }
-        if let Some(values) = property.get("enum").and_then(Value::as_array) {
-            for value in values.iter().filter_map(Value::as_str) {
-                add(value, PARAMETER_WEIGHT);
-            }
-        }
-        parameter_text(property, add, depth + 1);
-        if let Some(items) = property.get("items") {
-            parameter_text(items, add, depth + 1);
-        }
-    }
-}
-
-/// `text` without its example values: quoted text, paths and code ("such as \"New York\"",
-/// "for example /data/report.txt", "such as items[0].name") say what a value may look like, not what the tool does, and
-/// would draw every request that mentions New York or that file.
-fn without_examples(text: &str) -> String {
-    let mut kept = String::with_capacity(text.len());
-    for (at, part) in text.split('"').enumerate() {
-        if at % 2 == 1 {
-            continue;
-        }
-        for token in part.split_whitespace() {
-            let bare = token.trim_end_matches(['.', ',', ';', ':', ')', '?']);
-            let bare = bare.trim_start_matches('(');
-            if !is_path(bare) && !is_code(bare) {
-                kept.push_str(token);
-                kept.push(' ');
-            }
-        }
-    }
-    kept
-}
-
-/// `items[0].name`, `{"a": 1}`, `a.b`: an example written as code.
-fn is_code(token: &str) -> bool {
-    token.contains(['[', '{', '\\'])
-        || token
-            .trim_matches('.')
-            .split_once('.')
-            .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
-}
-
-/// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
-/// of both also split where letters meet digits, common words left out, each stemmed.
-fn for_each_word(text: &str, mut f: impl FnMut(String)) {
-    for token in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-    {
-        let token = token.to_lowercase();
-        let mut emit = |word: &str| {
-            if !STOP_WORDS.contains(&word) {
-                f(stem(word));
-            }
-        };
-        emit(&token);
-        let has_digit = token.chars().any(|c| c.is_ascii_digit());
-        let has_letter = token.chars().any(char::is_alphabetic);
-        if has_digit && has_letter {
-            let mut start = 0;
-            let chars: Vec<(usize, char)> = token.char_indices().collect();
-            for pair in chars.windows(2) {
-                let ((_, a), (at, b)) = (pair[0], pair[1]);
-                if a.is_ascii_digit() != b.is_ascii_digit() {
-                    emit(&token[start..at]);
-                    start = at;
-                }
-            }
-            emit(&token[start..]);
-        }
-    }
-}
-
-/// A crude English stem: enough that a word and its plural, past and -ing forms meet.
-fn stem(word: &str) -> String {
-    let mut w = word.to_owned();
-    if w.len() <= 3 || !w.is_ascii() {
-        return w;
-    }
-    if w.ends_with("ies") && w.len() > 4 {
-        w.truncate(w.len() - 3);
-        w.push('y');
-    } else if ["sses", "ches", "shes", "xes", "zes"]
-        .iter()
-        .any(|s| w.ends_with(s))
-    {
-        w.truncate(w.len() - 2);
-    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        w.pop();
-    }
-    if w.len() > 5 && w.ends_with("ing") {
-        w.truncate(w.len() - 3);
-    } else if w.len() > 4 && w.ends_with("ed") && !w.ends_with("eed") {
-        w.truncate(w.len() - 2);
-    }
-    if w.len() > 3 && w.ends_with('e') {
-        w.pop();
-    }
-    // "running" -> "runn" -> "run"
-    let bytes = w.as_bytes();
-    if w.len() > 3
-        && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
-        && !b"lsz".contains(&bytes[bytes.len() - 1])
-        && !bytes[bytes.len() - 1].is_ascii_digit()
-    {
-        w.pop();
-    }
-    w
-}
-
-/// Words that say nothing about which tool fits (English function words, and the words of
-/// asking itself).
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
-    "can", "could", "did", "do", "does", "for", "from", "give", "had", "has", "have", "he", "her",
-    "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me",
-    "much", "my", "need", "no", "not", "now", "of", "on", "one", "or", "our", "please", "s", "she",
-    "should", "show", "so", "some", "such", "t", "tell", "than", "that", "the", "their", "them",
-    "then", "there", "these", "they", "this", "those", "to", "too", "us", "use", "was", "we",
-    "were", "what", "when", "where", "which", "who", "whose", "why", "will", "with", "would",
-    "you", "your",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn spec(name: &str, description: &str, schema: Value) -> ToolSpec {
+    fn spec(name: &str, description: &str, schema: serde_json::Value) -> ToolSpec {
         ToolSpec {
             name: name.into(),
             description: description.into(),
@@ -566,27 +334,6 @@ mod tests {
             output_schema: None,
             requested: vec![],
         }
-    }
-
-    fn words(text: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        for_each_word(text, |w| out.push(w));
-        out
-    }
-
-    #[test]
-    fn words_are_split_lowercased_stemmed_and_common_ones_dropped() {
-        assert_eq!(words("What is the SHA-256 of it?"), ["sha", "256"]);
-        assert_eq!(words("sha256"), ["sha256", "sha", "256"]);
-        assert_eq!(words("square_root"), ["squar", "root"]);
-        assert_eq!(words("Adds"), words("add"));
-        assert_eq!(words("adding"), words("added"));
-        assert_eq!(words("writes"), words("writing"));
-        assert_eq!(words("matches"), words("match"));
-        assert_eq!(words("files"), words("file"));
-        assert_eq!(words("entries"), words("entry"));
-        assert_eq!(words("running"), words("run"));
-        assert_eq!(words("Zürich"), ["zürich"]);
     }
 
     #[test]
@@ -625,34 +372,25 @@ mod tests {
 
     #[test]
     fn values_in_the_request_meet_the_required_parameters_that_take_them() {
-        assert_eq!(value_kinds("what's 17 times 23"), [NUMBER]);
-        assert_eq!(value_kinds("read /data/report.txt, please"), [PATH]);
-        assert_eq!(value_kinds("sum of report.csv"), [PATH]);
-        assert_eq!(value_kinds("get https://example.com/a.json"), [URL]);
-        assert_eq!(value_kinds(r#"the name in {"a": 1}"#), [JSON]);
-        assert!(value_kinds("mail bob@example.com about sha256").is_empty());
-
         let numbers = json!({"type": "object", "required": ["a", "b"], "properties": {
             "a": {"type": "number"}, "b": {"type": "number"}}});
         let file = json!({"type": "object", "required": ["path"], "properties": {
             "path": {"type": "string"}, "top": {"type": "integer"}}});
         let text = json!({"type": "object", "required": ["text"], "properties": {
             "text": {"type": "string"}}});
-        assert_eq!(required_kinds(&numbers), [NUMBER, NUMBER]);
-        assert_eq!(required_kinds(&file), [PATH], "`top` is optional");
-        assert!(required_kinds(&text).is_empty());
-
+        // Two tools alike but for what they take; text_words first, so that a tie goes to it:
+        // only the path picks file_words.
         let index = ToolIndex::new(&[
-            spec("count_words", "Counts the words of a file.", file),
-            spec("text_stats", "Counts the words of a text.", text),
+            spec("text_words", "Counts the words of a text.", text),
+            spec("file_words", "Counts the words of a file.", file),
             spec("multiply", "Multiplies two numbers.", numbers),
             spec("tell_time", "Tells the time.", json!({})),
         ]);
         let best = |text: &str| index.name(index.rank_text(text)[0].0).to_owned();
-        assert_eq!(best("count the words in /data/a.txt"), "count_words");
+        assert_eq!(best("count the words in /data/a.txt"), "file_words");
         assert_eq!(
             best("count the words in this text: to be or not"),
-            "text_stats"
+            "text_words"
         );
         assert_eq!(best("12 boxes of 24 pens: how many in all"), "multiply");
     }
@@ -663,13 +401,16 @@ mod tests {
             spec("text_stats", "Counts words and sentences.", json!({})),
             spec("read_file", "Reads a file.", json!({})),
         ]);
-        let ranked = index.rank_text("text statistics please");
+        let ranked = index.rank_text("statistics please");
+        assert_eq!(ranked.len(), 1, "{ranked:?}");
         assert_eq!(index.name(ranked[0].0), "text_stats");
-        let exact = index.rank_text("text stats")[0].1;
+        let exact = index.rank_text("stats please")[0].1;
         assert!(
             ranked[0].1 < exact,
             "a prefix counts less than the word itself"
         );
+        let ranked = index.rank_text("one sentence");
+        assert_eq!(ranked.len(), 1, "`sentence` begins `sentences`: {ranked:?}");
     }
 
     #[test]
@@ -696,7 +437,7 @@ mod tests {
         let ranked = vec![(3, 10.0), (1, 9.0), (0, 5.0), (2, 4.0)];
         assert_eq!(offer(ranked.clone(), 3), [(3, 10.0), (1, 9.0)]);
         assert_eq!(offer(ranked, 1), [(3, 10.0)]);
-        assert!(offer(vec![], 3).is_empty());
+        assert!(offer::<usize>(vec![], 3).is_empty());
     }
 
     #[test]
