@@ -38,6 +38,7 @@ fn request(stream: bool) -> ChatRequest {
         temperature: Some(0.0),
         max_tokens: None,
         stream,
+        extra: Default::default(),
     }
 }
 

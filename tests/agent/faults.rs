@@ -119,6 +119,7 @@ async fn a_refused_key_names_the_variable_it_came_from() {
             temperature: None,
             max_tokens: None,
             stream: false,
+            extra: Default::default(),
         };
         let error = provider.chat(&request, &mut |_| {}).await.unwrap_err();
         assert!(

@@ -410,6 +410,7 @@ impl Agent {
             temperature: self.options.temperature,
             max_tokens: self.options.max_tokens,
             stream: self.options.stream,
+            extra: Default::default(),
         };
         let span = tracing::info_span!(
             "model_request",

@@ -151,6 +151,10 @@ pub struct ChatRequest {
     pub max_tokens: Option<u32>,
     /// Whether to stream the answer (text deltas reach the callback as they come).
     pub stream: bool,
+    /// Fields added to the request body as they are, for what a server offers beyond its
+    /// wire format (such as llama-server's `dry_multiplier`). A field the format itself
+    /// sets (`model`, `messages`, ...) is not overridden: the format's value is sent.
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// Why the model stopped.

@@ -155,6 +155,20 @@ impl From<String> for WireError {
 /// `within` (such as `a content_block_delta event`) when given:
 /// `choices[0].message.tool_calls[1].function.name is missing`, or
 /// `choices[0].delta.content: invalid type: integer `3`, expected a string`.
+/// The request's [`ChatRequest::extra`] fields, but for those the format sets itself
+/// (`fields`): those keep the format's value.
+pub(crate) fn extra_fields(
+    request: &ChatRequest,
+    fields: &[&str],
+) -> serde_json::Map<String, Value> {
+    request
+        .extra
+        .iter()
+        .filter(|(name, _)| !fields.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
 pub(crate) fn decode<T: DeserializeOwned>(
     value: Value,
     within: Option<&str>,

@@ -10,7 +10,9 @@ use serde_json::{Map, Value};
 
 use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
+use super::wire::{
+    self, WireError, WireFormat, WireProvider, decode, event_json, excerpt, extra_fields,
+};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
     Usage, arguments_object, image_note,
@@ -78,6 +80,18 @@ impl AnthropicProvider {
         wire::provider(base_url, model, api_key, options)
     }
 }
+
+/// The body fields this format sets; [`ChatRequest::extra`] cannot override them.
+const FIELDS: &[&str] = &[
+    "model",
+    "max_tokens",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "stream",
+];
 
 impl WireFormat for Anthropic {
     const NAME: &'static str = "Anthropic format";
@@ -172,6 +186,7 @@ impl WireFormat for Anthropic {
             tools,
             temperature: request.temperature,
             stream: request.stream,
+            extra: extra_fields(request, FIELDS),
         }
     }
 

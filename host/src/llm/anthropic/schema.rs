@@ -26,6 +26,8 @@ pub(super) struct Request<'a> {
     pub temperature: Option<f32>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// A turn of the conversation: the roles alternate, and `content` is never empty.

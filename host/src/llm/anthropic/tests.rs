@@ -15,6 +15,7 @@ fn request(messages: Vec<Message>) -> ChatRequest {
         temperature: None,
         max_tokens: None,
         stream: false,
+        extra: Default::default(),
     }
 }
 

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{self, WireError, WireFormat, WireProvider, decode, event_json, excerpt};
+use super::wire::{
+    self, WireError, WireFormat, WireProvider, decode, event_json, excerpt, extra_fields,
+};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
     Usage,
@@ -40,6 +42,18 @@ impl OpenAiProvider {
         wire::provider(base_url, model, api_key, options)
     }
 }
+
+/// The body fields this format sets; [`ChatRequest::extra`] cannot override them.
+const FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "max_tokens",
+    "stream",
+    "stream_options",
+];
 
 impl WireFormat for OpenAi {
     const NAME: &'static str = "OpenAI format";
@@ -80,6 +94,7 @@ impl WireFormat for OpenAi {
             stream_options: request.stream.then_some(StreamOptions {
                 include_usage: true,
             }),
+            extra: extra_fields(request, FIELDS),
         }
     }
 

@@ -27,6 +27,8 @@ pub(super) struct Request<'a> {
     pub stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// Streams end with a chunk of token counts (its `choices` empty) when asked.

@@ -43,6 +43,7 @@ fn request(messages: Vec<Message>, stream: bool) -> ChatRequest {
         temperature: None,
         max_tokens: None,
         stream,
+        extra: Default::default(),
     }
 }
 
@@ -300,4 +301,18 @@ fn an_image_in_a_tool_result_is_a_note_after_the_text() {
     let sent = body(&request(vec![result("a dot:"), result("")], false));
     assert_eq!(sent["messages"][0]["content"], format!("a dot:\n{note}"));
     assert_eq!(sent["messages"][1]["content"], note);
+}
+
+#[test]
+fn extra_fields_are_sent_but_never_replace_the_formats_own() {
+    let mut request = request(vec![Message::user("hi")], false);
+    request.extra.insert("dry_multiplier".into(), json!(0.8));
+    request.extra.insert("model".into(), json!("other"));
+    request.extra.insert("messages".into(), json!([]));
+    let body = body(&request);
+    assert_eq!(body["dry_multiplier"], json!(0.8));
+    assert_eq!(body["model"], json!("m"));
+    assert_eq!(body["messages"][0]["content"], json!("hi"));
+    let text = serde_json::to_string(&OpenAi::body("m", &request)).unwrap();
+    assert_eq!(text.matches("\"model\"").count(), 1, "{text}");
 }
