@@ -39,7 +39,10 @@ use crate::{Catalog, ToolSpec};
 
 mod words;
 
-use words::{for_each_word, parameter_text, required_kinds, value_kinds, without_examples};
+use words::{
+    JSON, for_each_word, parameter_text, required_kinds, value_kinds, without_documents,
+    without_examples,
+};
 
 /// How many of the tools a request offers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -315,10 +318,14 @@ fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
         let entry = query.entry(word).or_insert(0.0);
         *entry = entry.max(weight);
     };
-    for kind in value_kinds(text) {
+    let (text, documents) = without_documents(text);
+    if documents {
+        add(JSON.to_owned());
+    }
+    for kind in value_kinds(&text) {
         add(kind.to_owned());
     }
-    for_each_word(text, add);
+    for_each_word(&text, add);
 }
 
 #[cfg(test)]

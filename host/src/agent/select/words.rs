@@ -14,8 +14,37 @@ pub(super) const PATH: &str = "\u{1}path";
 pub(super) const URL: &str = "\u{1}url";
 pub(super) const JSON: &str = "\u{1}json";
 
-/// The kinds of values written in `text`: a number standing alone (`17`, `-2.5`, `1,000`),
-/// a path (`/data/report.txt`, `notes.md`), a URL, a JSON object or array.
+/// `text` with its JSON documents (objects and arrays such as `{"price": 39.5}`) cut out,
+/// and whether it held any. A document's keys and values are the data a request is about
+/// ("product", "price", 39.5), not what it asks for: left in, they drew `multiply` (its
+/// description says "product") to "get the price field from {"product": "lamp", ...}".
+pub(super) fn without_documents(text: &str) -> (String, bool) {
+    let mut kept = String::with_capacity(text.len());
+    let mut found = false;
+    let mut rest = text;
+    while let Some(at) = rest.find(['{', '[']) {
+        let (before, from) = rest.split_at(at);
+        kept.push_str(before);
+        let mut values = serde_json::Deserializer::from_str(from).into_iter::<Value>();
+        match values.next() {
+            Some(Ok(Value::Object(_) | Value::Array(_))) => {
+                found = true;
+                kept.push(' ');
+                rest = &from[values.byte_offset()..];
+            }
+            _ => {
+                kept.push_str(&from[..1]);
+                rest = &from[1..];
+            }
+        }
+    }
+    kept.push_str(rest);
+    (kept, found)
+}
+
+/// The kinds of values written in `text` (its JSON documents cut out first, see
+/// [`without_documents`]): a number standing alone (`17`, `-2.5`, `1,000`), a path
+/// (`/data/report.txt`, `notes.md`), a URL.
 pub(super) fn value_kinds(text: &str) -> Vec<&'static str> {
     let mut kinds = Vec::new();
     let mut found = |kind| {
@@ -23,9 +52,6 @@ pub(super) fn value_kinds(text: &str) -> Vec<&'static str> {
             kinds.push(kind);
         }
     };
-    if text.contains("{\"") || text.contains("[{") || text.contains("[\"") {
-        found(JSON);
-    }
     for token in text.split_whitespace() {
         let token = token.trim_end_matches(['?', '!', ',', ';', ':', ')', '\'', '"']);
         let token = token.trim_start_matches(['(', '\'', '"']);
@@ -87,6 +113,10 @@ pub(super) fn required_kinds(schema: &Value) -> Vec<&'static str> {
         };
         if types.iter().any(|t| *t == "number" || *t == "integer") {
             kinds.push(NUMBER);
+            continue;
+        }
+        if types.iter().any(|t| *t == "object" || *t == "array") {
+            kinds.push(JSON);
             continue;
         }
         let description = property.get("description").and_then(Value::as_str);
@@ -275,8 +305,20 @@ mod tests {
         assert_eq!(value_kinds("read /data/report.txt, please"), [PATH]);
         assert_eq!(value_kinds("sum of report.csv"), [PATH]);
         assert_eq!(value_kinds("get https://example.com/a.json"), [URL]);
-        assert_eq!(value_kinds(r#"the name in {"a": 1}"#), [JSON]);
         assert!(value_kinds("mail bob@example.com about sha256").is_empty());
+        assert_eq!(
+            without_documents(r#"get the price from {"product": "lamp", "price": 39.5}?"#),
+            ("get the price from  ?".to_owned(), true),
+            "the document's words and numbers are cut out"
+        );
+        assert_eq!(
+            without_documents("sort [3, 1] and [{\"a\": [1]}], not [x] or {y"),
+            ("sort   and  , not [x] or {y".to_owned(), true)
+        );
+        assert_eq!(
+            without_documents("no {document} here"),
+            ("no {document} here".to_owned(), false)
+        );
 
         let numbers = json!({"type": "object", "required": ["a", "b"], "properties": {
             "a": {"type": "number"}, "b": {"type": "number"}}});
@@ -286,6 +328,13 @@ mod tests {
             "url": {"type": "string"}, "json": {"type": "string", "description": "A JSON text."}}});
         let text = json!({"type": "object", "required": ["text"], "properties": {
             "text": {"type": "string"}}});
+        let rows = json!({"type": "object", "required": ["rows"], "properties": {
+            "rows": {"type": ["array", "string"]}}});
+        assert_eq!(
+            required_kinds(&rows),
+            [JSON],
+            "a parameter taking arrays takes a document"
+        );
         assert_eq!(required_kinds(&numbers), [NUMBER, NUMBER]);
         assert_eq!(required_kinds(&file), [PATH], "`top` is optional");
         assert_eq!(required_kinds(&page), [URL, JSON]);
