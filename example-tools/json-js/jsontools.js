@@ -16,7 +16,7 @@ export function parseDocument(text, name = "json") {
     return JSON.parse(text);
   } catch (error) {
     throw new InvalidArguments(
-      `\`${name}\` is not valid JSON (${error.message}): send the document as JSON text, with keys and strings in double quotes`,
+      `\`${name}\` is not valid JSON (${error.message}): send the document itself (an object or array) or its JSON text, with keys and strings in double quotes`,
     );
   }
 }
@@ -141,7 +141,7 @@ function compare(a, b) {
 export function transform(document, { pick, rename, sortBy, descending = false, limit }) {
   if (!Array.isArray(document)) {
     throw new InvalidArguments(
-      `\`json\` must be an array of objects, not ${kind(document)}: send the rows as text such as [{"name": "pen", "price": 2}] (json_query reads a single value)`,
+      `\`json\` must be an array of objects, not ${kind(document)}: send the rows as an array such as [{"name": "pen", "price": 2}] (json_query reads a single value)`,
     );
   }
   document.forEach((item, n) => {

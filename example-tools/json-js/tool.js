@@ -16,9 +16,12 @@ import {
 /** The host `fetch_json` asks for; the host's grants decide which hosts it really reaches. */
 const API_HOST = "api.example.com";
 
-const JSON_TEXT = {
-  type: "string",
-  description: 'The JSON document, as text, such as {"items": [{"name": "a"}]}.',
+// The document as a JSON value or as its text: a model writes {"json": {"a": 1}} far more
+// reliably than {"json": "{\\"a\\": 1}"} (JSON escaped inside a JSON string). A string is
+// always read as JSON text.
+const JSON_DOCUMENT = {
+  type: ["object", "array", "string"],
+  description: 'The JSON document, such as {"items": [{"name": "a"}]}: the object or array itself, or its text.',
 };
 const PATH = {
   type: "string",
@@ -35,17 +38,20 @@ function schema(required, properties) {
 const TOOLS = {
   json_query: {
     description:
-      "Extracts one value from a JSON document by its path, such as items[0].name or " +
-      "items[*].price. Use it to read a field from a large JSON text exactly instead of by eye.",
-    input: schema(["json", "path"], { json: JSON_TEXT, path: PATH }),
-    run: ({ json, path }) => query(parseDocument(json), path),
+      "Gets one value from a JSON document by its path: a field of an object, an item of an " +
+      "array (items[0].name, items[*].price). Use it to read a value exactly instead of by eye.",
+    input: schema(["json", "path"], { json: JSON_DOCUMENT, path: PATH }),
+    run: ({ json, path }) => query(document(json), path),
   },
   json_transform: {
     description:
       "Reshapes a JSON array of objects (the rows of a table): keeps only some fields, renames " +
       "fields, sorts by a field and keeps the first rows. Returns the new array.",
     input: schema(["json"], {
-      json: { ...JSON_TEXT, description: 'A JSON array of objects, as text, such as [{"a": 1}].' },
+      json: {
+        type: ["array", "string"],
+        description: 'A JSON array of objects, such as [{"a": 1}]: the array itself, or its text.',
+      },
       pick: {
         type: "array",
         items: { type: "string" },
@@ -64,7 +70,7 @@ const TOOLS = {
       limit: { type: "integer", minimum: 0, description: "Keep at most this many rows (after sorting)." },
     }),
     run: ({ json, pick, rename, sort_by: sortBy, descending, limit }) =>
-      transform(parseDocument(json), { pick, rename, sortBy, descending, limit }),
+      transform(document(json), { pick, rename, sortBy, descending, limit }),
   },
   fetch_json: {
     description:
@@ -87,10 +93,15 @@ const TOOLS = {
   },
 };
 
+/** A `json` argument: the document itself, or its text. */
+function document(value) {
+  return typeof value === "string" ? parseDocument(value) : value;
+}
+
 /** A call of each tool, as the messages about bad arguments show it. */
 const EXAMPLES = {
-  json_query: '{"json": "{\\"items\\": [{\\"name\\": \\"pen\\"}]}", "path": "items[0].name"}',
-  json_transform: '{"json": "[{\\"name\\": \\"pen\\", \\"price\\": 2}]", "sort_by": "price", "descending": true}',
+  json_query: '{"json": {"items": [{"name": "pen"}]}, "path": "items[0].name"}',
+  json_transform: '{"json": [{"name": "pen", "price": 2}], "sort_by": "price", "descending": true}',
   fetch_json: `{"url": "https://${API_HOST}/v1/items", "path": "items[0]"}`,
 };
 
@@ -131,9 +142,12 @@ function parseArguments(name, text, input) {
       throw new InvalidArguments(`${name} has no argument \`${field}\`: leave it out; it takes ${known}${send}`);
     }
     const shown = typeof value === "number" ? String(value) : kind(value);
+    const types = [property.type].flat();
     const mistyped = (what) =>
-      new InvalidArguments(`\`${field}\` must be ${what}, not ${shown}: send it as "${field}": ${PLACEHOLDERS[property.type]}`);
-    if (!JSON_TYPES[property.type](value)) throw mistyped(`${property.type === "integer" ? "an" : "a"} ${property.type}`);
+      new InvalidArguments(`\`${field}\` must be ${what}, not ${shown}: send it as "${field}": ${PLACEHOLDERS[types[0]]}`);
+    if (!types.some((type) => JSON_TYPES[type](value))) {
+      throw mistyped(types.map((type) => `${type === "integer" || type === "array" || type === "object" ? "an" : "a"} ${type}`).join(" or "));
+    }
     if (property.minimum !== undefined && value < property.minimum) throw mistyped(`at least ${property.minimum}`);
     const inner = property.items ?? property.additionalProperties;
     const bad = inner && Object.values(value).find((item) => !JSON_TYPES[inner.type](item));
