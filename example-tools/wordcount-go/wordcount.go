@@ -58,6 +58,22 @@ type FileSize struct {
 	Size int64  `json:"size"`
 }
 
+// rooted is `path`, or `/path` when `path` is relative, does not exist and `/path` does: asked
+// about "/data", a model often writes "data", which the working directory (itself /data, or
+// none) does not hold.
+func rooted(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if _, err := os.Stat("/" + path); err == nil {
+		return "/" + path
+	}
+	return path
+}
+
 // unavailable explains an error opening `path`, which usually means it was not granted.
 func unavailable(path string, err error) error {
 	var pathErr *fs.PathError
@@ -83,6 +99,7 @@ func minLength() (int, error) {
 // CountWords counts the lines, words and distinct words of a UTF-8 text file and ranks the
 // `top` most frequent words of at least WORDCOUNT_MIN_LENGTH letters.
 func CountWords(path string, top int) (*WordCount, error) {
+	path = rooted(path)
 	min, err := minLength()
 	if err != nil {
 		return nil, err
@@ -151,6 +168,7 @@ func CountWords(path string, top int) (*WordCount, error) {
 
 // FindLargestFiles walks `dir` and returns its `limit` largest files, largest first.
 func FindLargestFiles(dir string, limit int) (*LargestFiles, error) {
+	dir = rooted(dir)
 	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, unavailable(dir, err)
