@@ -8,6 +8,7 @@
 
 mod anthropic;
 mod config;
+mod documents;
 mod error;
 mod http;
 pub mod local;
@@ -23,6 +24,7 @@ use serde_json::Value;
 
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::{LocalFormat, ModelConfig, ProviderKind};
+pub(crate) use documents::documents;
 pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
 pub use openai::{OpenAi, OpenAiProvider};

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::PARAMETER_WEIGHT;
+use crate::llm::documents;
 
 /// The kinds of values a request can hold and a required parameter can take, as the words
 /// that stand for them in the index (no real word starts with a control character).
@@ -19,27 +20,16 @@ pub(super) const JSON: &str = "\u{1}json";
 /// ("product", "price", 39.5), not what it asks for: left in, they drew `multiply` (its
 /// description says "product") to "get the price field from {"product": "lamp", ...}".
 pub(super) fn without_documents(text: &str) -> (String, bool) {
+    let found = documents(text);
     let mut kept = String::with_capacity(text.len());
-    let mut found = false;
-    let mut rest = text;
-    while let Some(at) = rest.find(['{', '[']) {
-        let (before, from) = rest.split_at(at);
-        kept.push_str(before);
-        let mut values = serde_json::Deserializer::from_str(from).into_iter::<Value>();
-        match values.next() {
-            Some(Ok(Value::Object(_) | Value::Array(_))) => {
-                found = true;
-                kept.push(' ');
-                rest = &from[values.byte_offset()..];
-            }
-            _ => {
-                kept.push_str(&from[..1]);
-                rest = &from[1..];
-            }
-        }
+    let mut at = 0;
+    for (span, _) in &found {
+        kept.push_str(&text[at..span.start]);
+        kept.push(' ');
+        at = span.end;
     }
-    kept.push_str(rest);
-    (kept, found)
+    kept.push_str(&text[at..]);
+    (kept, !found.is_empty())
 }
 
 /// The kinds of values written in `text` (its JSON documents cut out first, see

@@ -4,6 +4,8 @@
 //! `just setup` (scripts/setup-local-llm.sh) builds the server and assembles the weights into
 //! the cache; see `NOTES.md` next to this file for the flags and why they are needed.
 
+mod ground;
+
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,7 +17,7 @@ use tokio::process::{Child, Command};
 
 use futures::future::BoxFuture;
 
-use super::{ChatRequest, ChatResponse, Message, Provider, ProviderError};
+use super::{ChatRequest, ChatResponse, Provider, ProviderError};
 use crate::process::die_with_parent;
 
 /// The chat template that teaches the base model to call tools (Hermes style, which
@@ -229,28 +231,11 @@ impl Provider for LocalModel {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        match with_answer_sampling(request) {
+        match ground::adapted(request) {
             Some(request) => Box::pin(async move { self.provider.chat(&request, on_text).await }),
             None => self.provider.chat(request, on_text),
         }
     }
-}
-
-/// Sampling for a round that follows a tool result, where the model mostly answers in text:
-/// DRY ("don't repeat yourself", a penalty on repeating a run of tokens already in the
-/// context). Without it the 270M model, answering from a JSON result with many numbers,
-/// loops ("The result is 6, 2, 1, 0, 1, 1, 1, ...") until max_tokens. It is not used on the
-/// other rounds: there it also keeps the model from copying phrases of the question into
-/// arguments (measured: on every round, the eval fell from 18/37 to 17/37).
-fn with_answer_sampling(request: &ChatRequest) -> Option<ChatRequest> {
-    if !matches!(request.messages.last(), Some(Message::ToolResult { .. })) {
-        return None;
-    }
-    let mut request = request.clone();
-    request
-        .extra
-        .insert("dry_multiplier".to_owned(), serde_json::json!(0.8));
-    Some(request)
 }
 
 /// The last lines the server wrote to stderr, for error messages.
@@ -289,37 +274,4 @@ fn capture_log(child: &mut Child) -> Log {
 fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::ToolChoice;
-
-    #[test]
-    fn only_rounds_after_a_tool_result_are_sampled_against_repetition() {
-        let mut request = ChatRequest {
-            messages: vec![Message::user("count the words in: a b c")],
-            tools: Vec::new(),
-            tool_choice: ToolChoice::Auto,
-            temperature: Some(0.0),
-            max_tokens: Some(100),
-            stream: false,
-            extra: Default::default(),
-        };
-        assert!(
-            with_answer_sampling(&request).is_none(),
-            "a first round copies the question"
-        );
-        request.messages.push(Message::ToolResult {
-            call_id: "1".into(),
-            name: "text_stats".into(),
-            content: r#"{"words": 3}"#.into(),
-            is_error: false,
-            images: Vec::new(),
-        });
-        let answer = with_answer_sampling(&request).expect("a round after a tool result");
-        assert_eq!(answer.extra["dry_multiplier"], serde_json::json!(0.8));
-        assert_eq!(answer.messages, request.messages);
-    }
 }
