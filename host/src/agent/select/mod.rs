@@ -120,6 +120,12 @@ const EARLIER_MESSAGE_WEIGHT: f32 = 0.5;
 const PREFIX_WEIGHT: f32 = 0.5;
 /// The shortest word that meets others by prefix.
 const PREFIX_MIN: usize = 4;
+/// How much more a tool scores when the request holds a value of every kind its required
+/// parameters take (a path for `checksum_file`'s path, numbers for `multiply`'s): as a word
+/// such a kind says little, since many tools take paths, but between two tools alike in
+/// words ("crc32 of /data/prices.csv": crc32 of a text or checksum_file of a file) it is
+/// what tells them apart.
+const FIT_BONUS: f32 = 0.25;
 /// A tool is offered only if it scores at least this share of the best tool's score.
 pub const RELATIVE_CUTOFF: f32 = 0.85;
 
@@ -151,6 +157,8 @@ pub struct ToolIndex {
     /// Each tool's length in weighted words.
     lengths: Vec<f32>,
     average_length: f32,
+    /// For each tool: the kinds of values its required parameters take.
+    kinds: Vec<Vec<&'static str>>,
     /// For each word: the tools that have it, with its weighted count there.
     postings: HashMap<String, Vec<(u32, f32)>>,
     /// The words of `postings`, sorted, for finding the ones a word begins.
@@ -170,9 +178,11 @@ impl ToolIndex {
             add(&spec.name, NAME_WEIGHT);
             add(&without_examples(&spec.description), DESCRIPTION_WEIGHT);
             parameter_text(&spec.input_schema, &mut add, 0);
-            for kind in required_kinds(&spec.input_schema) {
-                *counts.entry(kind.to_owned()).or_default() += PARAMETER_WEIGHT;
+            let kinds = required_kinds(&spec.input_schema);
+            for kind in &kinds {
+                *counts.entry((*kind).to_owned()).or_default() += PARAMETER_WEIGHT;
             }
+            index.kinds.push(kinds);
             let length: f32 = counts.values().sum();
             for (word, count) in counts.drain() {
                 let at = u32::try_from(at).unwrap_or(u32::MAX);
@@ -230,6 +240,18 @@ impl ToolIndex {
             .into_iter()
             .enumerate()
             .filter(|&(_, score)| score > 0.0)
+            .map(|(at, score)| {
+                let kinds = &self.kinds[at];
+                let fits = !kinds.is_empty() && kinds.iter().all(|kind| query.contains_key(*kind));
+                (
+                    at,
+                    if fits {
+                        score * (1.0 + FIT_BONUS)
+                    } else {
+                        score
+                    },
+                )
+            })
             .collect();
         // Best first; equal scores keep the tools' own order.
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -385,11 +407,12 @@ mod tests {
             "path": {"type": "string"}, "top": {"type": "integer"}}});
         let text = json!({"type": "object", "required": ["text"], "properties": {
             "text": {"type": "string"}}});
+        let file = || file.clone();
         // Two tools alike but for what they take; text_words first, so that a tie goes to it:
         // only the path picks file_words.
         let index = ToolIndex::new(&[
             spec("text_words", "Counts the words of a text.", text),
-            spec("file_words", "Counts the words of a file.", file),
+            spec("file_words", "Counts the words of a file.", file()),
             spec("multiply", "Multiplies two numbers.", numbers),
             spec("tell_time", "Tells the time.", json!({})),
         ]);
@@ -400,6 +423,43 @@ mod tests {
             "text_words"
         );
         assert_eq!(best("12 boxes of 24 pens: how many in all"), "multiply");
+
+        // Alike in words, and the path is the only tell: only the tool that takes it is
+        // offered. (The example tools' own descriptions.)
+        let checksums = ToolIndex::new(&[
+            spec(
+                "crc32",
+                "Computes the CRC-32 checksum (IEEE, as in zip, gzip and PNG) of a text (its \
+                 UTF-8 bytes) and returns it as 8 lowercase hex digits.",
+                json!({"type": "object", "required": ["text"], "properties": {"text": {
+                    "type": "string", "description": "The text to checksum; its UTF-8 bytes \
+                    are used, exactly as given (mind trailing newlines)."}}}),
+            ),
+            spec(
+                "checksum_file",
+                "Computes the SHA-256 or CRC-32 checksum of a file under /data, to verify a \
+                 download or check whether two files are the same.",
+                json!({"type": "object", "required": ["path", "algorithm"], "properties": {
+                    "algorithm": {"type": "string", "enum": ["sha256", "crc32"],
+                        "description": "sha256 (a cryptographic hash) or crc32 (a quick checksum)."},
+                    "path": {"type": "string",
+                        "description": "The file, as the tool sees it, such as /data/report.pdf."}}}),
+            ),
+            // Other tools that take paths, so that a path alone says little.
+            spec("read_file", "Reads a text file.", file()),
+            spec("list_files", "Lists the files of a directory.", file()),
+        ]);
+        let offered = |text: &str| -> Vec<String> {
+            offer(checksums.rank_text(text), 3)
+                .into_iter()
+                .map(|(at, _)| checksums.name(at).to_owned())
+                .collect()
+        };
+        assert_eq!(
+            offered("what's the crc32 of /data/prices.csv"),
+            ["checksum_file"]
+        );
+        assert_eq!(offered("crc32 of the text: toolhost")[0], "crc32");
     }
 
     #[test]
