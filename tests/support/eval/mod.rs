@@ -11,6 +11,7 @@
 mod score;
 mod setup;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,10 @@ pub struct Case {
     /// Values the answer must carry: in that call's result, or in the final answer.
     #[serde(default)]
     pub expect: Vec<String>,
+    /// Values that call's result must hold, by JSON pointer (`"/sentences" = 3`). Only the
+    /// result can meet them: a short number in an answer that lists several proves nothing.
+    #[serde(default)]
+    pub fields: BTreeMap<String, serde_json::Value>,
     /// A note that must have been written.
     #[serde(default)]
     pub note: Option<Note>,

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use serde_json::Value;
 use toolhost::agent::{Agent, AgentErrorKind, Conversation, RunEnd, RunOptions};
 
 use super::{Case, Note, Setup};
@@ -80,11 +81,13 @@ pub async fn run_case(agent: &Agent, options: &RunOptions, setup: &Setup, case: 
         && case
             .expect
             .iter()
-            .all(|value| right.iter().any(|output| contains_value(output, value)));
-    let value_in_answer = case
-        .expect
-        .iter()
-        .all(|value| contains_value(&answer, value) && !contains_value(&case.request, value))
+            .all(|value| right.iter().any(|output| contains_value(output, value)))
+        && (case.fields.is_empty() || right.iter().any(|output| holds(output, &case.fields)));
+    let value_in_answer = case.fields.is_empty()
+        && case
+            .expect
+            .iter()
+            .all(|value| contains_value(&answer, value) && !contains_value(&case.request, value))
         && note_written;
     let answered = matches!(end, Some(Ok(RunEnd::Answered | RunEnd::ReturnDirect)));
     let error = error.or_else(|| {
@@ -152,6 +155,13 @@ fn normalize(text: &str) -> Vec<char> {
         }
     }
     out
+}
+
+/// Whether `output` is JSON holding each of `fields` (JSON pointer to value).
+pub fn holds(output: &str, fields: &BTreeMap<String, Value>) -> bool {
+    serde_json::from_str::<Value>(output).is_ok_and(|json| {
+        (fields.iter()).all(|(pointer, want)| json.pointer(pointer) == Some(want))
+    })
 }
 
 /// Whether `value` stands in `text` on its own (see the suite's header for the rules).
@@ -261,7 +271,28 @@ pub fn line(index: usize, verdict: &Verdict) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::contains_value;
+    use super::{contains_value, holds};
+    use serde_json::json;
+
+    #[test]
+    fn fields_are_read_at_their_pointers() {
+        let fields = |pairs: serde_json::Value| serde_json::from_value(pairs).unwrap();
+        let stats = r#"{"sentences": 2, "average_word_length": 3.17, "top_words": [{"word": "i", "count": 3}]}"#;
+        assert!(
+            !holds(stats, &fields(json!({"/sentences": 3}))),
+            "a 3 elsewhere is not the count"
+        );
+        assert!(holds(
+            stats,
+            &fields(json!({"/sentences": 2, "/top_words/0/word": "i"}))
+        ));
+        assert!(holds(r#""ink""#, &fields(json!({"": "ink"}))));
+        assert!(!holds(
+            r#"[{"name": "pen"}, {"name": "ink"}]"#,
+            &fields(json!({"": "ink"}))
+        ));
+        assert!(!holds("not json", &fields(json!({"": "ink"}))));
+    }
 
     #[test]
     fn values_must_stand_alone() {
