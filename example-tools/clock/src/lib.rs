@@ -1,17 +1,13 @@
 //! The current date and time, in a time zone, a city or a country.
 //!
-//! Whatever names a place is accepted, from the tz database the tool carries: an IANA name
-//! ("Asia/Tokyo", any case), a city that names a zone ("Tokyo", "new york", "São Paulo"), a
-//! country ("Japan", "USA", "Brazil"), or an offset ("UTC+5:30"). Cities come from the zone
-//! names of jiff's bundled database; countries from the database's zone.tab and
-//! iso3166.tab (tzdata 2025b, public domain, in this directory). A country whose zones differ
-//! gets its capital's zone, and the result says so. Anything else is refused with what to
-//! send instead, and the nearest names when there are some.
-
-mod places;
+//! Whatever names a place is accepted, from the tz database the tool carries
+//! (`toolhost-places`): an IANA name ("Asia/Tokyo", any case), a city that names a zone
+//! ("Tokyo", "new york", "São Paulo"), a country ("Japan", "USA", "Brazil"), or an offset
+//! ("UTC+5:30"). A country whose zones differ gets its capital's zone, and the result says
+//! so. Anything else is refused with what to send instead, and the nearest names when there
+//! are some.
 
 use jiff::Timestamp;
-use jiff::tz::TimeZone;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolhost_sdk::{Capability, Tool, ToolError, Toolbox};
@@ -52,7 +48,7 @@ fn current_time(args: CurrentTime) -> Result<Now, ToolError> {
         Some(name) if !name.trim().is_empty() => name,
         _ => std::env::var("TZ").unwrap_or_else(|_| "UTC".to_owned()),
     };
-    let place = places::resolve(&asked).map_err(ToolError::invalid_arguments)?;
+    let place = toolhost_places::resolve(&asked).map_err(ToolError::invalid_arguments)?;
     let now = Timestamp::now().to_zoned(place.zone.clone());
     Ok(Now {
         time_zone: place.name,
@@ -63,11 +59,6 @@ fn current_time(args: CurrentTime) -> Result<Now, ToolError> {
         rfc3339: now.strftime("%Y-%m-%dT%H:%M:%S%:z").to_string(),
         note: place.note,
     })
-}
-
-/// The name a time zone is shown under.
-fn zone_name(zone: &TimeZone, fallback: &str) -> String {
-    zone.iana_name().unwrap_or(fallback).to_owned()
 }
 
 struct Clock;

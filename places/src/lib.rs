@@ -1,11 +1,23 @@
-//! From what a person calls a place to a time zone, with the tz database alone.
+//! From what a person calls a place to a time zone, with the tz database alone: an IANA
+//! name ("Asia/Tokyo", any case), a city that names a zone ("Tokyo", "new york", "São
+//! Paulo"), a country ("Japan", "USA", "Brazil"), or an offset ("UTC+5:30"). Cities come
+//! from the zone names of jiff's bundled database; countries from the database's zone.tab
+//! and iso3166.tab (tzdata 2025b, public domain, in this directory). A country whose zones
+//! differ gets its capital's zone, with a note saying so.
+//!
+//! Shared by the example clock tool, which takes whatever names a place, and the host, which
+//! holds a local model's time-zone arguments to the places a conversation names
+//! ([`zones_named_in`]).
+
+mod mentions;
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone};
 
-use crate::zone_name;
+pub use mentions::zones_named_in;
 
 /// tzdb's table of each country's time zones: country, coordinates, zone, comment. (The
 /// older of its two tables: it names a zone after a city of the country, Europe/Oslo where
@@ -96,10 +108,15 @@ impl Place {
     }
 }
 
+/// The name a time zone is shown under: its IANA name, else `fallback`.
+pub fn zone_name(zone: &TimeZone, fallback: &str) -> String {
+    zone.iana_name().unwrap_or(fallback).to_owned()
+}
+
 /// The place `asked` names, or what to send instead.
 pub fn resolve(asked: &str) -> Result<Place, String> {
     let asked = asked.trim();
-    let places = Places::load();
+    let places = Places::get();
     if let Some(place) = places.find(asked) {
         return Ok(place);
     }
@@ -139,6 +156,12 @@ struct Places {
 }
 
 impl Places {
+    /// The tables, read once per process.
+    fn get() -> &'static Self {
+        static PLACES: OnceLock<Places> = OnceLock::new();
+        PLACES.get_or_init(Self::load)
+    }
+
     fn load() -> Self {
         let mut zones: HashMap<String, (String, Vec<(String, String)>)> = HashMap::new();
         let mut countries: HashMap<String, Option<String>> = HashMap::new();
