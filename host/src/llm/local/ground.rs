@@ -1,7 +1,8 @@
-//! What the local model's requests get beyond the caller's: tool parameters that take a JSON
-//! document held to the documents of the conversation, and sampling against repetition on
-//! the rounds that answer. Both make up for what a 270M model cannot do; the caller's
-//! request, and the checks of the calls against the tools' real schemas, stay as they are.
+//! What the local model's requests get beyond the caller's: tool parameters held to values
+//! the conversation holds (the documents it quotes or a tool returned, the time zones of the
+//! places it names), and sampling against repetition on the rounds that answer. Both make
+//! up for what a 270M model cannot do; the caller's request, and the checks of the calls
+//! against the tools' real schemas, stay as they are.
 
 use serde_json::{Map, Value, json};
 
@@ -10,7 +11,7 @@ use crate::llm::{ChatRequest, Message, ToolDefinition, documents};
 /// Documents longer than this are not offered as values: the server's grammar would hold
 /// them whole, and a model copies a short document, not a long one.
 const MAX_DOCUMENT_BYTES: usize = 4096;
-/// At most this many documents (the latest) are offered for a parameter.
+/// At most this many documents (the latest) are offered for a parameter, and as many zones.
 const MAX_DOCUMENTS: usize = 8;
 
 /// `request` as the local model gets it, or `None` when that is `request` itself.
@@ -37,15 +38,24 @@ pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
     Some(adapted)
 }
 
-/// `tools` with each parameter that takes a document (an object or an array) narrowed to
-/// the documents of `messages` it could take, or `None` when none is. Asked to write a
-/// document as a free JSON value, the model invents rows or never closes it (an eval request
-/// ran to max_tokens inside one); held to the documents the user wrote or a tool returned,
-/// it copies one exactly. Such a parameter cannot take a new document then: the price of
-/// the model's size.
+/// `tools` with each parameter narrowed to the values of the conversation it could take,
+/// or `None` when none is:
+/// - a parameter that takes a document (an object or an array), to the documents the user
+///   wrote or a tool returned. Asked to write a document as a free JSON value, the model
+///   invents rows or never closes it (an eval request ran to max_tokens inside one); held
+///   to the conversation's, it copies one exactly.
+/// - a parameter that takes a time zone (`timezone`, `time_zone`, `tz`, ...), to the zones
+///   of the places the user named. Asked the time in Tokyo, the model writes "Tokyo", or
+///   "in", where a tool wants "Asia/Tokyo" (mcp-server-time takes IANA names only); held to
+///   the zones, it picks the place's.
+///
+/// Such a parameter cannot take another value then: the price of the model's size.
 fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDefinition>> {
-    let held = conversation_documents(messages);
-    if held.is_empty() {
+    let held = Held {
+        documents: conversation_documents(messages),
+        zones: conversation_zones(messages),
+    };
+    if held.documents.is_empty() && held.zones.is_empty() {
         return None;
     }
     let mut changed = false;
@@ -58,8 +68,8 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
                 .get_mut("properties")
                 .and_then(Value::as_object_mut)
             {
-                for property in properties.values_mut() {
-                    if let Some(narrowed) = narrowed(property, &held) {
+                for (name, property) in properties.iter_mut() {
+                    if let Some(narrowed) = held.narrowed(name, property) {
                         *property = narrowed;
                         changed = true;
                     }
@@ -69,6 +79,71 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
         })
         .collect();
     changed.then_some(tools)
+}
+
+/// The values of a conversation a parameter may be held to.
+struct Held {
+    documents: Vec<Value>,
+    zones: Vec<Value>,
+}
+
+impl Held {
+    /// `property` (parameter `name`) held to the values it takes, if it takes some of these.
+    fn narrowed(&self, name: &str, property: &Value) -> Option<Value> {
+        if property.get("enum").is_some() {
+            return None;
+        }
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(one)) => vec![one.as_str()],
+            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+            None => vec!["string"],
+            Some(_) => return None,
+        };
+        let values: Vec<Value> = if takes_time_zone(name) && types.contains(&"string") {
+            self.zones.clone()
+        } else {
+            let takes = |document: &&Value| match document {
+                Value::Object(_) => types.contains(&"object"),
+                Value::Array(_) => types.contains(&"array"),
+                _ => false,
+            };
+            self.documents.iter().filter(takes).cloned().collect()
+        };
+        if values.is_empty() {
+            return None;
+        }
+        let mut narrowed = Map::new();
+        if let Some(description) = property.get("description") {
+            narrowed.insert("description".to_owned(), description.clone());
+        }
+        narrowed.insert("enum".to_owned(), Value::Array(values));
+        Some(Value::Object(narrowed))
+    }
+}
+
+/// Whether a parameter so named takes a time zone: "timezone", "time_zone", "timeZone",
+/// "target_timezone", "tz", "local_tz".
+fn takes_time_zone(name: &str) -> bool {
+    let lower = name.to_lowercase();
+    let letters: String = lower.chars().filter(char::is_ascii_alphanumeric).collect();
+    letters.ends_with("timezone") || lower == "tz" || lower.ends_with("_tz")
+}
+
+/// The zones of the places the user named, the latest message's first, each once.
+fn conversation_zones(messages: &[Message]) -> Vec<Value> {
+    let mut zones: Vec<Value> = Vec::new();
+    for message in messages.iter().rev() {
+        if let Message::User { text } = message {
+            for zone in toolhost_places::zones_named_in(text) {
+                let zone = Value::String(zone);
+                if !zones.contains(&zone) {
+                    zones.push(zone);
+                }
+            }
+        }
+    }
+    zones.truncate(MAX_DOCUMENTS);
+    zones
 }
 
 /// The short documents the user wrote and successful tools returned, latest last, each once.
@@ -92,30 +167,6 @@ fn conversation_documents(messages: &[Message]) -> Vec<Value> {
     }
     let skip = held.len().saturating_sub(MAX_DOCUMENTS);
     held.split_off(skip)
-}
-
-/// `property` held to the documents of `held` its types take, if it takes documents.
-fn narrowed(property: &Value, held: &[Value]) -> Option<Value> {
-    let types: Vec<&str> = match property.get("type")? {
-        Value::String(one) => vec![one.as_str()],
-        Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
-        _ => return None,
-    };
-    let takes = |document: &&Value| match document {
-        Value::Object(_) => types.contains(&"object"),
-        Value::Array(_) => types.contains(&"array"),
-        _ => false,
-    };
-    let values: Vec<Value> = held.iter().filter(takes).cloned().collect();
-    if values.is_empty() {
-        return None;
-    }
-    let mut narrowed = Map::new();
-    if let Some(description) = property.get("description") {
-        narrowed.insert("description".to_owned(), description.clone());
-    }
-    narrowed.insert("enum".to_owned(), Value::Array(values));
-    Some(Value::Object(narrowed))
 }
 
 #[cfg(test)]
@@ -195,6 +246,57 @@ mod tests {
             sent.tools,
             request(messages).tools,
             "no documents to hold to"
+        );
+    }
+
+    fn time_tool(parameters: Value) -> ChatRequest {
+        let mut request = request(Vec::new());
+        request.tools = vec![ToolDefinition {
+            name: "get_current_time".into(),
+            description: "Get current time in a specific timezones".into(),
+            parameters,
+        }];
+        request
+    }
+
+    #[test]
+    fn time_zone_parameters_take_only_the_zones_of_the_places_the_user_named() {
+        // mcp-server-time's schemas: IANA names only.
+        let mut request = time_tool(json!({"type": "object", "required": ["timezone"],
+            "properties": {"timezone": {"type": "string", "description": "IANA timezone name"},
+                           "time": {"type": "string", "description": "HH:MM"}}}));
+        request.messages = vec![
+            Message::user("I live in Paris."),
+            Message::user("What time is it in Tokyo?"),
+        ];
+        let sent = adapted(&request).expect("narrowed");
+        let properties = &sent.tools[0].parameters["properties"];
+        assert_eq!(
+            properties["timezone"],
+            json!({"description": "IANA timezone name", "enum": ["Asia/Tokyo", "Europe/Paris"]}),
+            "the latest request's place first"
+        );
+        assert_eq!(properties["time"], request.tools[0].parameters["properties"]["time"]);
+
+        request.messages = vec![Message::user("what time is it?")];
+        assert!(adapted(&request).is_none(), "no place named: free as asked");
+
+        for name in ["time_zone", "target_timezone", "timeZone", "tz"] {
+            let mut request = time_tool(json!({"type": "object",
+                "properties": {name: {"type": ["string", "null"]}}}));
+            request.messages = vec![Message::user("time in new york")];
+            let sent = adapted(&request).unwrap_or_else(|| panic!("{name} not narrowed"));
+            assert_eq!(
+                sent.tools[0].parameters["properties"][name]["enum"],
+                json!(["America/New_York"])
+            );
+        }
+        let mut chosen = time_tool(json!({"type": "object",
+            "properties": {"zone": {"type": "string"}, "tz": {"enum": ["UTC", "Local"]}}}));
+        chosen.messages = vec![Message::user("time in Tokyo")];
+        assert!(
+            adapted(&chosen).is_none(),
+            "a parameter not named for a zone, and one with its own enum, stay as they are"
         );
     }
 }
