@@ -497,6 +497,18 @@ mod tests {
         ]);
         assert!(index.rank_text("what's on in New York").is_empty());
         assert!(index.rank_text("items name report").is_empty());
+
+        // mcp-server-time's convert_time, whose examples name Tokyo.
+        let index = ToolIndex::new(&[spec(
+            "convert_time",
+            "Convert time between timezones",
+            json!({"type": "object", "properties": {
+                "target_timezone": {"type": "string", "description":
+                    "Target IANA timezone name (e.g., 'Asia/Tokyo', 'America/San_Francisco'). \
+                     Use ‘UTC’ if the user's timezone is not given."}}}),
+        )]);
+        assert!(index.rank_text("Tokyo, San Francisco: UTC?").is_empty());
+        assert_eq!(index.rank_text("the user's timezone").len(), 1);
     }
 
     #[test]

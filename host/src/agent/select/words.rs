@@ -153,20 +153,55 @@ pub(super) fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), de
 }
 
 /// `text` without its example values: quoted text, paths and code ("such as \"New York\"",
-/// "for example /data/report.txt", "such as items[0].name") say what a value may look like, not what the tool does, and
-/// would draw every request that mentions New York or that file.
+/// "e.g. 'Asia/Tokyo'", "for example /data/report.txt", "such as items[0].name") say what a
+/// value may look like, not what the tool does, and would draw every request that mentions
+/// New York, Tokyo or that file.
 pub(super) fn without_examples(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
-    for (at, part) in text.split('"').enumerate() {
-        if at % 2 == 1 {
-            continue;
+    for token in unquoted(text).split_whitespace() {
+        let bare = token.trim_end_matches(['.', ',', ';', ':', ')', '?']);
+        let bare = bare.trim_start_matches('(');
+        if !is_path(bare) && !is_code(bare) {
+            kept.push_str(token);
+            kept.push(' ');
         }
-        for token in part.split_whitespace() {
-            let bare = token.trim_end_matches(['.', ',', ';', ':', ')', '?']);
-            let bare = bare.trim_start_matches('(');
-            if !is_path(bare) && !is_code(bare) {
-                kept.push_str(token);
+    }
+    kept
+}
+
+/// `text` with its quoted parts blanked: "New York", 'Asia/Tokyo', “Tokyo”, ‘UTC’. A single
+/// quote opens only at the start of a word, so the apostrophe of "the tool's" is no quote.
+fn unquoted(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut previous: Option<char> = None;
+    while let Some(c) = rest.chars().next() {
+        let after = &rest[c.len_utf8()..];
+        let close = match c {
+            '"' => Some('"'),
+            '“' => Some('”'),
+            '\'' | '‘' if previous.is_none_or(|p| p.is_whitespace() || "([{".contains(p)) => {
+                Some(if c == '‘' { '’' } else { '\'' })
+            }
+            _ => None,
+        };
+        let end = close.and_then(|close| {
+            after.char_indices().find_map(|(at, d)| {
+                let next = after[at + d.len_utf8()..].chars().next();
+                (d == close && next.is_none_or(|n| !n.is_alphanumeric()))
+                    .then_some(at + d.len_utf8())
+            })
+        });
+        match end {
+            Some(end) => {
                 kept.push(' ');
+                rest = &after[end..];
+                previous = Some(' ');
+            }
+            None => {
+                kept.push(c);
+                rest = after;
+                previous = Some(c);
             }
         }
     }
