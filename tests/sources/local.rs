@@ -50,12 +50,6 @@ fn manifest(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Gemma 3 270M does not answer this through mcp-server-time: the server takes IANA \
-            names only and the model writes the city (\"Tokyo\"), into `convert_time` or \
-            `get_current_time`; held to an Area/City pattern it wrote \"Tokyo/Tokyo\", and \
-            shown the server's error it repeated the call (2026-11-23, see \
-            host/src/llm/local/NOTES.md). Through toolhost's own clock, which takes city \
-            names, it answers (the fast time request of tests/eval/suite.toml)"]
 async fn the_local_model_tells_the_time_in_tokyo_through_mcp_server_time() {
     toolhost_tests::require_guests();
     let dir = tempfile::tempdir().unwrap();
