@@ -1,6 +1,6 @@
 //! What the local model's requests get beyond the caller's: tool parameters held to values
 //! the conversation holds (the documents it quotes or a tool returned, the time zones of the
-//! places it names), and sampling against repetition on the rounds that answer. Both make
+//! places it names, the text it gives a tool to work on), and sampling against repetition on the rounds that answer. Both make
 //! up for what a 270M model cannot do; the caller's request, and the checks of the calls
 //! against the tools' real schemas, stay as they are.
 
@@ -13,6 +13,8 @@ use crate::llm::{ChatRequest, Message, ToolDefinition, documents};
 const MAX_DOCUMENT_BYTES: usize = 4096;
 /// At most this many documents (the latest) are offered for a parameter, and as many zones.
 const MAX_DOCUMENTS: usize = 8;
+/// A request of at most this many words offers what follows each of them as a text.
+const MAX_TEXT_WORDS: usize = 64;
 
 /// `request` as the local model gets it, or `None` when that is `request` itself.
 pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
@@ -48,14 +50,19 @@ pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
 ///   of the places the user named. Asked the time in Tokyo, the model writes "Tokyo", or
 ///   "in", where a tool wants "Asia/Tokyo" (mcp-server-time takes IANA names only); held to
 ///   the zones, it picks the place's.
+/// - a parameter that takes a text to work on (`text`, `input`, `content`), of a tool that
+///   takes no other string, to the parts of the latest request it could mean and what tools
+///   returned since. Asked for the SHA-256 of "hello world", it wrote "Hello world"; for the
+///   crc32 of "toolhost", "toolhostに行く".
 ///
 /// Such a parameter cannot take another value then: the price of the model's size.
 fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDefinition>> {
     let held = Held {
         documents: conversation_documents(messages),
         zones: conversation_zones(messages),
+        texts: conversation_texts(messages),
     };
-    if held.documents.is_empty() && held.zones.is_empty() {
+    if held.documents.is_empty() && held.zones.is_empty() && held.texts.is_empty() {
         return None;
     }
     let mut changed = false;
@@ -68,7 +75,16 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
                 .get_mut("properties")
                 .and_then(Value::as_object_mut)
             {
+                let strings = properties
+                    .values()
+                    .filter(|property| types(property).contains(&"string"))
+                    .count();
                 for (name, property) in properties.iter_mut() {
+                    if takes_text(name) && strings > 1 {
+                        // The note's text held, the model wrote its title (decoded after
+                        // it) astray: "grocery note" for "titled groceries".
+                        continue;
+                    }
                     if let Some(narrowed) = held.narrowed(name, property) {
                         *property = narrowed;
                         changed = true;
@@ -85,6 +101,7 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
 struct Held {
     documents: Vec<Value>,
     zones: Vec<Value>,
+    texts: Vec<Value>,
 }
 
 impl Held {
@@ -93,14 +110,11 @@ impl Held {
         if property.get("enum").is_some() {
             return None;
         }
-        let types: Vec<&str> = match property.get("type") {
-            Some(Value::String(one)) => vec![one.as_str()],
-            Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
-            None => vec!["string"],
-            Some(_) => return None,
-        };
+        let types = types(property);
         let values: Vec<Value> = if takes_time_zone(name) && types.contains(&"string") {
             self.zones.clone()
+        } else if takes_text(name) && types.contains(&"string") {
+            self.texts.clone()
         } else {
             let takes = |document: &&Value| match document {
                 Value::Object(_) => types.contains(&"object"),
@@ -121,12 +135,88 @@ impl Held {
     }
 }
 
+/// The JSON types `property` takes (a property without a type: a string).
+fn types(property: &Value) -> Vec<&str> {
+    match property.get("type") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        None => vec!["string"],
+        Some(_) => Vec::new(),
+    }
+}
+
 /// Whether a parameter so named takes a time zone: "timezone", "time_zone", "timeZone",
 /// "target_timezone", "tz", "local_tz".
 fn takes_time_zone(name: &str) -> bool {
     let lower = name.to_lowercase();
     let letters: String = lower.chars().filter(char::is_ascii_alphanumeric).collect();
     letters.ends_with("timezone") || lower == "tz" || lower.ends_with("_tz")
+}
+
+/// Whether a parameter so named takes a text for the tool to work on.
+fn takes_text(name: &str) -> bool {
+    matches!(name, "text" | "input" | "content")
+}
+
+/// The texts the latest request could give a tool: its quoted parts; what follows each of
+/// its words, as written and without the sentence's closing mark ("of hello world?" gives
+/// "hello world"), or, in a long request, what follows a colon and the request whole; and
+/// what tools returned since it.
+fn conversation_texts(messages: &[Message]) -> Vec<Value> {
+    let Some(latest) = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }))
+    else {
+        return Vec::new();
+    };
+    let mut texts: Vec<String> = Vec::new();
+    let mut add = |text: &str| {
+        let text = text.trim();
+        if !text.is_empty() && !texts.iter().any(|seen| seen == text) {
+            texts.push(text.to_owned());
+        }
+    };
+    if let Message::User { text } = &messages[latest]
+        && text.len() <= MAX_DOCUMENT_BYTES
+    {
+        for (open, close) in [('"', '"'), ('“', '”')] {
+            let mut parts = text.split([open, close]);
+            parts.next();
+            for quoted in parts.step_by(2) {
+                add(quoted);
+            }
+        }
+        let starts: Vec<usize> = text
+            .char_indices()
+            .filter(|&(at, c)| {
+                !c.is_whitespace() && text[..at].chars().next_back().is_none_or(char::is_whitespace)
+            })
+            .map(|(at, _)| at)
+            .collect();
+        if starts.len() <= MAX_TEXT_WORDS {
+            for at in starts {
+                add(&text[at..]);
+                add(text[at..].trim_end_matches(['?', '!', '.']));
+            }
+        } else {
+            add(text);
+            if let Some((_, rest)) = text.split_once(": ") {
+                add(rest);
+            }
+        }
+    }
+    for message in &messages[latest..] {
+        if let Message::ToolResult {
+            content,
+            is_error: false,
+            ..
+        } = message
+            && content.len() <= MAX_DOCUMENT_BYTES
+        {
+            add(content);
+        }
+    }
+    texts.into_iter().map(Value::String).collect()
 }
 
 /// The zones of the places the user named, the latest message's first, each once.
@@ -297,6 +387,57 @@ mod tests {
         assert!(
             adapted(&chosen).is_none(),
             "a parameter not named for a zone, and one with its own enum, stay as they are"
+        );
+    }
+
+    #[test]
+    fn text_parameters_take_only_the_parts_of_the_request_and_the_results_since() {
+        let mut request = request(vec![Message::user("What's the SHA-256 of hello world?")]);
+        request.tools = vec![ToolDefinition {
+            name: "sha256".into(),
+            description: "Hashes a text.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "text": {"type": "string", "description": "The text to hash."}}}),
+        }];
+        let sent = adapted(&request).expect("narrowed");
+        let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
+        for text in ["hello world", "hello world?", "What's the SHA-256 of hello world"] {
+            assert!(texts.as_array().is_some_and(|t| t.contains(&json!(text))), "{text}: {texts}");
+        }
+        assert!(
+            !texts.as_array().is_some_and(|t| t.contains(&json!("Hello world"))),
+            "{texts}"
+        );
+
+        request.messages = vec![
+            Message::user("hash \"a b\""),
+            result("c d"),
+            Message::user("and the words of: e f"),
+            result("g h"),
+        ];
+        let sent = adapted(&request).expect("narrowed");
+        let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
+        assert_eq!(
+            texts,
+            &json!(["and the words of: e f", "the words of: e f", "words of: e f", "of: e f",
+                "e f", "f", "g h"]),
+            "the latest request's words and the result since, not the earlier ones"
+        );
+
+        let long = "word ".repeat(MAX_TEXT_WORDS) + "in: the \"end\"";
+        request.messages = vec![Message::user(long.clone())];
+        let sent = adapted(&request).expect("narrowed");
+        assert_eq!(
+            sent.tools[0].parameters["properties"]["text"]["enum"],
+            json!(["end", long.trim(), "the \"end\""]),
+            "a long request offers its quotes, itself and what follows its colon"
+        );
+
+        request.tools[0].parameters["properties"]["title"] = json!({"type": "string"});
+        request.messages = vec![Message::user("Write a note titled groceries saying: buy milk.")];
+        assert!(
+            adapted(&request).is_none(),
+            "a tool that takes another string keeps its text free"
         );
     }
 }
