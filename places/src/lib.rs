@@ -216,7 +216,9 @@ impl Places {
                 }
             }
             if let Some(city) = zone.rsplit('/').next() {
-                cities.entry(fold(city)).or_insert_with(|| (*zone).to_owned());
+                cities
+                    .entry(fold(city))
+                    .or_insert_with(|| (*zone).to_owned());
             }
         }
         // Then every other zone of the database under a continent or ocean (links such as
@@ -226,9 +228,7 @@ impl Places {
             let area = name.split('/').next().unwrap_or("");
             if name.contains('/') && AREAS.contains(&area) {
                 let city = name.rsplit('/').next().unwrap_or(name);
-                cities
-                    .entry(fold(city))
-                    .or_insert_with(|| name.to_owned());
+                cities.entry(fold(city)).or_insert_with(|| name.to_owned());
             }
         }
         Self {
@@ -468,7 +468,11 @@ mod tests {
         assert_eq!(zone("New York City"), "America/New_York");
         assert_eq!(zone("São Paulo"), "America/Sao_Paulo");
         assert_eq!(zone("Paris, France"), "Europe/Paris");
-        assert_eq!(zone("Calcutta"), "Asia/Calcutta", "a link keeps its own name");
+        assert_eq!(
+            zone("Calcutta"),
+            "Asia/Calcutta",
+            "a link keeps its own name"
+        );
         assert_eq!(zone("Japan"), "Asia/Tokyo");
         assert_eq!(zone("germany"), "Europe/Berlin");
         assert_eq!(zone("USA"), "America/New_York");
@@ -486,7 +490,10 @@ mod tests {
         let place = resolve("Brazil").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(place.name, "America/Sao_Paulo");
         let note = place.note.unwrap_or_default();
-        assert!(note.contains("capital's") && note.contains("America/Noronha (-02)"), "{note}");
+        assert!(
+            note.contains("capital's") && note.contains("America/Noronha (-02)"),
+            "{note}"
+        );
         assert_eq!(zone("Australia"), "Australia/Sydney");
         assert_eq!(zone("Russia"), "Europe/Moscow");
     }

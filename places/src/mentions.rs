@@ -131,8 +131,7 @@ impl Places {
     /// The zone of the place `words` name, if they name one the way a person writes it.
     fn zone_of(&self, words: &[&str], shouting: bool) -> Option<String> {
         let key = fold(&words.join(" "));
-        if key.is_empty() || FILLER.contains(&key.as_str()) || NOT_PLACES.contains(&key.as_str())
-        {
+        if key.is_empty() || FILLER.contains(&key.as_str()) || NOT_PLACES.contains(&key.as_str()) {
             return None;
         }
         let capitals = words.iter().all(|w| w.chars().all(|c| !c.is_lowercase()));
@@ -174,7 +173,10 @@ mod tests {
     #[test]
     fn cities_countries_and_zone_names_as_people_write_them() {
         named("What time is it in Tokyo?", &["Asia/Tokyo"]);
-        named("what's the time in new york right now", &["America/New_York"]);
+        named(
+            "what's the time in new york right now",
+            &["America/New_York"],
+        );
         named("current date in Brazil?", &["America/Sao_Paulo"]);
         named("Time in São Paulo", &["America/Sao_Paulo"]);
         named("time in Dar es Salaam", &["Africa/Dar_es_Salaam"]);

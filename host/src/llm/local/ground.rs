@@ -189,7 +189,11 @@ fn conversation_texts(messages: &[Message]) -> Vec<Value> {
         let starts: Vec<usize> = text
             .char_indices()
             .filter(|&(at, c)| {
-                !c.is_whitespace() && text[..at].chars().next_back().is_none_or(char::is_whitespace)
+                !c.is_whitespace()
+                    && text[..at]
+                        .chars()
+                        .next_back()
+                        .is_none_or(char::is_whitespace)
             })
             .map(|(at, _)| at)
             .collect();
@@ -366,7 +370,10 @@ mod tests {
             json!({"description": "IANA timezone name", "enum": ["Asia/Tokyo", "Europe/Paris"]}),
             "the latest request's place first"
         );
-        assert_eq!(properties["time"], request.tools[0].parameters["properties"]["time"]);
+        assert_eq!(
+            properties["time"],
+            request.tools[0].parameters["properties"]["time"]
+        );
 
         request.messages = vec![Message::user("what time is it?")];
         assert!(adapted(&request).is_none(), "no place named: free as asked");
@@ -401,11 +408,20 @@ mod tests {
         }];
         let sent = adapted(&request).expect("narrowed");
         let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
-        for text in ["hello world", "hello world?", "What's the SHA-256 of hello world"] {
-            assert!(texts.as_array().is_some_and(|t| t.contains(&json!(text))), "{text}: {texts}");
+        for text in [
+            "hello world",
+            "hello world?",
+            "What's the SHA-256 of hello world",
+        ] {
+            assert!(
+                texts.as_array().is_some_and(|t| t.contains(&json!(text))),
+                "{text}: {texts}"
+            );
         }
         assert!(
-            !texts.as_array().is_some_and(|t| t.contains(&json!("Hello world"))),
+            !texts
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("Hello world"))),
             "{texts}"
         );
 
@@ -419,8 +435,15 @@ mod tests {
         let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
         assert_eq!(
             texts,
-            &json!(["and the words of: e f", "the words of: e f", "words of: e f", "of: e f",
-                "e f", "f", "g h"]),
+            &json!([
+                "and the words of: e f",
+                "the words of: e f",
+                "words of: e f",
+                "of: e f",
+                "e f",
+                "f",
+                "g h"
+            ]),
             "the latest request's words and the result since, not the earlier ones"
         );
 
@@ -434,7 +457,9 @@ mod tests {
         );
 
         request.tools[0].parameters["properties"]["title"] = json!({"type": "string"});
-        request.messages = vec![Message::user("Write a note titled groceries saying: buy milk.")];
+        request.messages = vec![Message::user(
+            "Write a note titled groceries saying: buy milk.",
+        )];
         assert!(
             adapted(&request).is_none(),
             "a tool that takes another string keeps its text free"
