@@ -40,8 +40,8 @@ use crate::{Catalog, ToolSpec};
 mod words;
 
 use words::{
-    JSON, for_each_word, parameter_text, required_kinds, value_kinds, without_documents,
-    without_examples,
+    JSON, for_each_inflected, for_each_word, parameter_text, required_kinds, value_kinds,
+    without_documents, without_examples,
 };
 
 /// How many of the tools a request offers.
@@ -114,6 +114,8 @@ const B: f32 = 0.75;
 const NAME_WEIGHT: f32 = 3.0;
 const DESCRIPTION_WEIGHT: f32 = 2.0;
 const PARAMETER_WEIGHT: f32 = 1.0;
+/// A word of a tool's name in the very form the request uses ("files" in list_files).
+const INFLECTED_WEIGHT: f32 = 0.5;
 /// The weight of the user messages before the last one (halved again for each earlier one).
 const EARLIER_MESSAGE_WEIGHT: f32 = 0.5;
 /// The weight of a request's word met only as a prefix of a tool's word (or the other way).
@@ -172,6 +174,9 @@ impl ToolIndex {
         let mut counts: HashMap<String, f32> = HashMap::new();
         for (at, spec) in tools.into_iter().enumerate() {
             counts.clear();
+            for_each_inflected(&spec.name, |word| {
+                *counts.entry(word).or_default() += INFLECTED_WEIGHT;
+            });
             let mut add = |text: &str, weight: f32| {
                 for_each_word(text, |word| *counts.entry(word).or_default() += weight);
             };
@@ -230,7 +235,7 @@ impl ToolIndex {
         for (word, &weight) in query {
             if self.postings.contains_key(word) {
                 self.score_word(word, weight, &mut scores);
-            } else {
+            } else if !word.starts_with('=') {
                 for known in self.prefix_matches(word) {
                     self.score_word(known, weight * PREFIX_WEIGHT, &mut scores);
                 }
@@ -347,6 +352,7 @@ fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
     for kind in value_kinds(&text) {
         add(kind.to_owned());
     }
+    for_each_inflected(&text, &mut add);
     for_each_word(&text, add);
 }
 
@@ -478,6 +484,30 @@ mod tests {
         );
         let ranked = index.rank_text("one sentence");
         assert_eq!(ranked.len(), 1, "`sentence` begins `sentences`: {ranked:?}");
+    }
+
+    #[test]
+    fn a_name_in_the_requests_own_form_ranks_first() {
+        // The real descriptions: both tools have "file" once stemmed.
+        let index = ToolIndex::new(&[
+            spec(
+                "read_file",
+                "Reads a small text file (for example /data/report.txt) and returns its text: \
+                 what it says, its contents.",
+                json!({}),
+            ),
+            spec(
+                "list_files",
+                "Lists the files and directories in a directory (for example /data), with \
+                 their sizes: what is in it.",
+                json!({}),
+            ),
+        ]);
+        let ranked = index.rank_text("What files are in /data?");
+        assert_eq!(index.name(ranked[0].0), "list_files", "{ranked:?}");
+        assert_eq!(offer(ranked, 3).len(), 1, "read_file is not offered");
+        let ranked = index.rank_text("which file says hello");
+        assert_eq!(index.name(ranked[0].0), "read_file", "{ranked:?}");
     }
 
     #[test]

@@ -217,6 +217,21 @@ fn is_code(token: &str) -> bool {
             .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
 }
 
+/// Calls `f` with each inflected word of `text` as written ("files", not "file"), marked
+/// with a leading "=": where a tool's name has the very form a request uses, it fits
+/// better than one with the word's stem alone ("what files" -> list_files over read_file).
+pub(super) fn for_each_inflected(text: &str, mut f: impl FnMut(String)) {
+    for token in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+    {
+        let token = token.to_lowercase();
+        if !STOP_WORDS.contains(&token.as_str()) && stem(&token) != token {
+            f(format!("={token}"));
+        }
+    }
+}
+
 /// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
 /// of both also split where letters meet digits, common words left out, each stemmed.
 pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
