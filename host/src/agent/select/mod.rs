@@ -40,8 +40,8 @@ use crate::{Catalog, ToolSpec};
 mod words;
 
 use words::{
-    JSON, for_each_inflected, for_each_word, parameter_text, required_kinds, value_kinds,
-    without_documents, without_examples,
+    JSON, PLACE, for_each_implied, for_each_inflected, for_each_word, parameter_text,
+    required_kinds, takes_place, value_kinds, without_documents, without_examples,
 };
 
 /// How many of the tools a request offers.
@@ -183,6 +183,9 @@ impl ToolIndex {
             add(&spec.name, NAME_WEIGHT);
             add(&without_examples(&spec.description), DESCRIPTION_WEIGHT);
             parameter_text(&spec.input_schema, &mut add, 0);
+            if takes_place(&spec.input_schema) {
+                *counts.entry(PLACE.to_owned()).or_default() += PARAMETER_WEIGHT;
+            }
             let kinds = required_kinds(&spec.input_schema);
             for kind in &kinds {
                 *counts.entry((*kind).to_owned()).or_default() += PARAMETER_WEIGHT;
@@ -353,6 +356,7 @@ fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
         add(kind.to_owned());
     }
     for_each_inflected(&text, &mut add);
+    for_each_implied(&text, &mut add);
     for_each_word(&text, add);
 }
 
@@ -511,13 +515,43 @@ mod tests {
     }
 
     #[test]
+    fn a_place_counts_for_the_tools_that_take_one_and_a_weekday_for_the_day_of_the_week() {
+        let index = ToolIndex::new(&[
+            spec(
+                "current_weather",
+                "Current weather conditions.",
+                json!({"properties": {"city": {"type": "string"}}}),
+            ),
+            spec(
+                "current_time",
+                "Tells the current date, time and day of the week.",
+                json!({"properties": {"time_zone": {"type": ["string", "null"]}}}),
+            ),
+            spec("add", "Adds two numbers.", json!({})),
+        ]);
+        let ranked = index.rank_text("anything going on in Sydney?");
+        let mut names: Vec<&str> = ranked.iter().map(|&(at, _)| index.name(at)).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["current_time", "current_weather"], "{ranked:?}");
+        assert!(index.rank_text("anything going on in sydney rock").len() == 2);
+        assert!(
+            index.rank_text("tell us more").is_empty(),
+            "no place: no tool"
+        );
+
+        let ranked = index.rank_text("Is it already Friday in Sydney?");
+        assert_eq!(index.name(ranked[0].0), "current_time", "{ranked:?}");
+        assert_eq!(offer(ranked, 3).len(), 1);
+    }
+
+    #[test]
     fn example_values_in_descriptions_draw_no_request() {
         let index = ToolIndex::new(&[
             spec(
                 "current_weather",
                 "Gets the weather in a city.",
                 json!({"type": "object", "properties": {
-                    "city": {"type": "string", "description": "The city, such as \"New York\"."}}}),
+                    "town": {"type": "string", "description": "The town, such as \"Springfield\"."}}}),
             ),
             spec(
                 "read_file",
@@ -525,7 +559,7 @@ mod tests {
                 json!({}),
             ),
         ]);
-        assert!(index.rank_text("what's on in New York").is_empty());
+        assert!(index.rank_text("what's on in Springfield").is_empty());
         assert!(index.rank_text("items name report").is_empty());
 
         // mcp-server-time's convert_time, whose examples name Tokyo.
@@ -537,7 +571,7 @@ mod tests {
                     "Target IANA timezone name (e.g., 'Asia/Tokyo', 'America/San_Francisco'). \
                      Use ‘UTC’ if the user's timezone is not given."}}}),
         )]);
-        assert!(index.rank_text("Tokyo, San Francisco: UTC?").is_empty());
+        assert!(index.rank_text("asia, san francisco or utc").is_empty());
         assert_eq!(index.rank_text("the user's timezone").len(), 1);
     }
 

@@ -14,6 +14,8 @@ pub(super) const NUMBER: &str = "\u{1}number";
 pub(super) const PATH: &str = "\u{1}path";
 pub(super) const URL: &str = "\u{1}url";
 pub(super) const JSON: &str = "\u{1}json";
+/// A place the tz database knows: "Tokyo", "new york", "Brazil".
+pub(super) const PLACE: &str = "\u{1}place";
 
 /// `text` with its JSON documents (objects and arrays such as `{"price": 39.5}`) cut out,
 /// and whether it held any. A document's keys and values are the data a request is about
@@ -54,7 +56,29 @@ pub(super) fn value_kinds(text: &str) -> Vec<&'static str> {
             found(PATH);
         }
     }
+    if !toolhost_places::zones_named_in(text).is_empty() {
+        found(PLACE);
+    }
     kinds
+}
+
+/// Whether a tool takes a place: a parameter named for a city, a country, a location or a
+/// time zone ("city", "time_zone", "target_timezone", "tz"), required or not.
+pub(super) fn takes_place(schema: &Value) -> bool {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    properties.keys().any(|name| {
+        let name: String = name
+            .to_lowercase()
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        name == "tz"
+            || ["city", "country", "location", "place", "timezone"]
+                .iter()
+                .any(|word| name.ends_with(word))
+    })
 }
 
 fn is_number(token: &str) -> bool {
@@ -215,6 +239,29 @@ fn is_code(token: &str) -> bool {
             .trim_matches('.')
             .split_once('.')
             .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
+}
+
+/// The names of the days of the week.
+const WEEKDAYS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Calls `f` with the words `text` implies without writing them: a weekday's name is a
+/// "day" of the "week" ("Is it Friday in Sydney?" is about the day of the week).
+pub(super) fn for_each_implied(text: &str, mut f: impl FnMut(String)) {
+    let weekday = text
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|token| WEEKDAYS.contains(&token.to_lowercase().as_str()));
+    if weekday {
+        f(stem("day"));
+        f(stem("week"));
+    }
 }
 
 /// Calls `f` with each inflected word of `text` as written ("files", not "file"), marked
