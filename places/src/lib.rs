@@ -11,7 +11,7 @@
 
 mod mentions;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use jiff::Timestamp;
@@ -153,6 +153,8 @@ struct Places {
     countries: HashMap<String, String>,
     /// Country code -> its name and zones (with tzdb's comment), in tzdb's order.
     zones: HashMap<String, (String, Vec<(String, String)>)>,
+    /// The first word of every city's and country's name, to skip the words that begin none.
+    first_words: HashSet<String>,
 }
 
 impl Places {
@@ -231,10 +233,17 @@ impl Places {
                 cities.entry(fold(city)).or_insert_with(|| name.to_owned());
             }
         }
+        let first_words = cities
+            .keys()
+            .chain(countries.keys())
+            .filter_map(|name| name.split(' ').next())
+            .map(str::to_owned)
+            .collect();
         Self {
             cities,
             countries,
             zones,
+            first_words,
         }
     }
 

@@ -114,6 +114,12 @@ impl Places {
     fn named(&self, words: &[&str], shouting: bool, add: &mut impl FnMut(String)) {
         let mut start = 0;
         while start < words.len() {
+            // Abbreviations such as "UTC" are zone names of their own.
+            let capitals = words[start].chars().all(|c| !c.is_lowercase());
+            if !capitals && !self.first_words.contains(&fold(words[start])) {
+                start += 1;
+                continue;
+            }
             let longest = LONGEST_NAME.min(words.len() - start);
             let found = (1..=longest)
                 .rev()
