@@ -50,8 +50,8 @@ pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
 ///   of the places the user named. Asked the time in Tokyo, the model writes "Tokyo", or
 ///   "in", where a tool wants "Asia/Tokyo" (mcp-server-time takes IANA names only); held to
 ///   the zones, it picks the place's.
-/// - a parameter that takes a text to work on (`text`, `input`, `content`), of a tool that
-///   takes no other string, to the parts of the latest request it could mean and what tools
+/// - a parameter that takes a text to work on (`text`, `input`, `content`), when the model
+///   writes no other string after it, to the parts of the latest request it could mean and what tools
 ///   returned since. Asked for the SHA-256 of "hello world", it wrote "Hello world"; for the
 ///   crc32 of "toolhost", "toolhostに行く".
 ///
@@ -70,18 +70,27 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
         .iter()
         .map(|tool| {
             let mut tool = tool.clone();
+            let required: Vec<String> = tool
+                .parameters
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
             if let Some(properties) = tool
                 .parameters
                 .get_mut("properties")
                 .and_then(Value::as_object_mut)
             {
-                let strings = properties
-                    .values()
-                    .filter(|property| types(property).contains(&"string"))
-                    .count();
+                let written_after = strings_written_after(properties, &required);
                 for (name, property) in properties.iter_mut() {
-                    if takes_text(name) && strings > 1 {
-                        // The note's text held, the model wrote its title (decoded after
+                    if takes_text(name) && written_after.contains(name) {
+                        // The note's text held, the model wrote its title (written after
                         // it) astray: "grocery note" for "titled groceries".
                         continue;
                     }
@@ -133,6 +142,26 @@ impl Held {
         narrowed.insert("enum".to_owned(), Value::Array(values));
         Some(Value::Object(narrowed))
     }
+}
+
+/// The parameters after which the model writes another string: it writes the required
+/// ones first, then the others, each group in the order of `properties` (as llama-server's
+/// grammar lays them out).
+fn strings_written_after(properties: &Map<String, Value>, required: &[String]) -> Vec<String> {
+    let (first, then): (Vec<_>, Vec<_>) = properties
+        .iter()
+        .partition(|(name, _)| required.contains(name));
+    let order: Vec<(&String, &Value)> = first.into_iter().chain(then).collect();
+    order
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| {
+            order[at + 1..]
+                .iter()
+                .any(|(_, later)| types(later).contains(&"string"))
+        })
+        .map(|(_, (name, _))| (*name).clone())
+        .collect()
 }
 
 /// The JSON types `property` takes (a property without a type: a string).
@@ -462,7 +491,24 @@ mod tests {
         )];
         assert!(
             adapted(&request).is_none(),
-            "a tool that takes another string keeps its text free"
+            "a text the model writes another string after stays free"
+        );
+
+        request.tools[0].parameters = json!({"type": "object", "required": ["pattern", "text"],
+            "properties": {"ignore_case": {"type": "boolean"}, "pattern": {"type": "string"},
+                           "text": {"type": "string"}}});
+        request.messages = vec![Message::user("find the digits in: a1b2")];
+        let sent = adapted(&request).expect("narrowed");
+        let properties = &sent.tools[0].parameters["properties"];
+        assert!(
+            properties["text"]["enum"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("a1b2")))
+        );
+        assert_eq!(
+            properties["pattern"],
+            json!({"type": "string"}),
+            "written before the text"
         );
     }
 }
