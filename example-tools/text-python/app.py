@@ -70,7 +70,8 @@ TOOLS = {
             ["pattern", "text"],
             pattern={
                 "type": "string",
-                "description": "A Python `re` regular expression, such as \\d{4}-\\d{2}-\\d{2}.",
+                "description": "A Python `re` regular expression, such as \\d{4}-\\d{2}-\\d{2}, "
+                f"or the name of a common one: {textkit.PRESET_NAMES}.",
             },
             text={"type": "string", "description": "The text to search."},
             ignore_case=IGNORE_CASE,
@@ -90,7 +91,11 @@ TOOLS = {
         "and the number of replacements. The replacement may refer to groups as \\1 or \\g<name>.",
         schema(
             ["pattern", "replacement", "text"],
-            pattern={"type": "string", "description": "A Python `re` regular expression."},
+            pattern={
+                "type": "string",
+                "description": "A Python `re` regular expression, or the name of a common one: "
+                f"{textkit.PRESET_NAMES}.",
+            },
             replacement={
                 "type": "string",
                 "description": "What each match becomes; \\1 or \\g<name> insert a group.",

@@ -36,9 +36,56 @@ def compile_pattern(pattern, ignore_case):
         ) from None
 
 
+# Common patterns by name, for a `pattern` that names what to find instead of spelling it out
+# ("email", "email_addresses", "dates").
+PRESETS = {
+    "email": r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",
+    "url": r"https?://[^\s<>\"']+",
+    "date": r"\d{4}-\d{2}-\d{2}",
+    "number": r"-?\d+(?:\.\d+)?",
+    "digit": r"\d",
+    "word": WORD.pattern,
+    "ip": r"\b(?:\d{1,3}\.){3}\d{1,3}\b",
+    "hashtag": r"#\w+",
+}
+PRESET_ALIASES = {"mail": "email", "link": "url", "integer": "number", "ipv4": "ip"}
+PRESET_NAMES = ", ".join(PRESETS)
+
+
+def preset(pattern):
+    """The preset `pattern` names ("email", "Email addresses", "digits"), if it is only a name."""
+    if not re.fullmatch(r"[A-Za-z][A-Za-z _-]*", pattern):
+        return None
+    key = re.sub(r"[^a-z]", "", pattern.lower())
+    for ending in ("addresses", "address", "es", "s", ""):
+        name = key.removesuffix(ending) if ending else key
+        name = PRESET_ALIASES.get(name, name)
+        if name in PRESETS:
+            return name
+    return None
+
+
+def pattern_for(pattern, text, ignore_case):
+    """The compiled pattern, and the preset it was read as: a name such as "emails" that
+    matches nothing as written is read as that preset."""
+    regex = compile_pattern(pattern, ignore_case)
+    name = preset(pattern)
+    if name is None or regex.search(text):
+        return regex, None
+    return compile_pattern(PRESETS[name], ignore_case), name
+
+
+def read_as(pattern, name):
+    """What the result says about a pattern read as preset `name`."""
+    return {
+        "pattern_used": PRESETS[name],
+        "note": f"`{pattern}` matched nothing as written and was read as the {name} preset",
+    }
+
+
 def regex_find_all(pattern, text, ignore_case=False, max_matches=100):
     """Every non-overlapping match of `pattern` in `text`, with positions and groups."""
-    regex = compile_pattern(pattern, ignore_case)
+    regex, name = pattern_for(pattern, text, ignore_case)
     matches = []
     truncated = False
     for found in regex.finditer(text):
@@ -51,12 +98,15 @@ def regex_find_all(pattern, text, ignore_case=False, max_matches=100):
         if regex.groupindex:
             match["named_groups"] = found.groupdict()
         matches.append(match)
-    return {"count": len(matches), "truncated": truncated, "matches": matches}
+    result = {"count": len(matches), "truncated": truncated, "matches": matches}
+    if name is not None:
+        result.update(read_as(pattern, name))
+    return result
 
 
 def regex_replace(pattern, replacement, text, ignore_case=False):
     """`text` with every match of `pattern` replaced."""
-    regex = compile_pattern(pattern, ignore_case)
+    regex, name = pattern_for(pattern, text, ignore_case)
     try:
         result, replacements = regex.subn(replacement, text)
     except (re.error, IndexError) as error:
@@ -64,7 +114,10 @@ def regex_replace(pattern, replacement, text, ignore_case=False):
             f"`replacement` is not a valid replacement ({error}): refer only to groups the pattern "
             "has (\\1 is the first) and write a backslash that must stay as \\\\"
         ) from None
-    return {"text": result, "replacements": replacements}
+    answer = {"text": result, "replacements": replacements}
+    if name is not None:
+        answer.update(read_as(pattern, name))
+    return answer
 
 
 def text_stats(text, top=10):
