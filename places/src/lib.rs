@@ -322,7 +322,7 @@ impl Places {
             .map(|(city, zone)| (city, zone.clone()))
             .chain(self.countries.iter().filter_map(|(name, code)| {
                 let zone = self.country(code)?.name;
-                (name.len() > 3).then(|| (name, zone))
+                (name.len() > 3).then_some((name, zone))
             }))
             .filter_map(|(name, zone)| {
                 let distance = edit_distance(&key, name);
