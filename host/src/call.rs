@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use wasmtime::{CallHook, Store, UpdateDeadline};
@@ -10,6 +11,7 @@ use wasmtime::{CallHook, Store, UpdateDeadline};
 use crate::bindings::{ToolboxPre, wit};
 use crate::error::TimeLimit;
 use crate::sandbox::{CapturedLog, Sandbox, StoreState};
+use crate::spare::Spare;
 use crate::{CallError, Runtime};
 
 /// What the embedding application passes with a call. Delivered to the tool, never shown to
@@ -209,7 +211,7 @@ impl std::error::Error for CpuTimeExceeded {}
 /// A fresh store for one call in `sandbox`: memory limiter on, and a CPU budget counted in
 /// epoch ticks; each tick of computing also yields to other tasks, which is what lets the
 /// wall-clock timeout and concurrent calls proceed while a tool spins.
-fn new_store(
+pub(crate) fn new_store(
     runtime: &Runtime,
     sandbox: &Sandbox,
     profiled: bool,
@@ -246,16 +248,18 @@ pub(crate) async fn describe(
     let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
         instance.toolhost_tool_tools().call_describe(store).await
     };
-    let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None).await;
+    let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None, None).await;
     result.map_err(|error| with_stderr(error, &stderr))
 }
 
-/// Calls tool `tool` of the component with `arguments`; with `phases`, measures where the
-/// time went.
+/// Calls tool `tool` of the component with `arguments`, in `spare`'s instance when one is
+/// ready; with `phases`, measures where the time went (in an instance made for the call).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn call_tool(
     runtime: &Runtime,
     pre: &ToolboxPre<StoreState>,
     sandbox: &Sandbox,
+    spare: &Arc<Spare>,
     tool: &str,
     arguments: &str,
     context: &CallContext,
@@ -272,7 +276,8 @@ pub(crate) async fn call_tool(
             .call_call(store, tool, arguments, &wit_context)
             .await
     };
-    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, body, phases).await;
+    let (result, stdout, stderr) =
+        run(runtime, pre, sandbox, tool, body, phases, Some(spare)).await;
     let duration = started.elapsed();
     log_output(tool, &stdout, &stderr);
     let text = match result {
@@ -308,9 +313,9 @@ pub(crate) async fn call_tool(
     })
 }
 
-/// Waits for a free instance slot, instantiates the component in a fresh store and runs
-/// `body` on it under the sandbox's limits; the wall-clock timeout counts from the start of
-/// the wait. Returns the body's result (or why there is none) and the captured stdout and
+/// Waits for a free instance slot, instantiates the component in a fresh store (or takes
+/// `spare`'s, and leaves the teardown to it) and runs `body` on it under the sandbox's limits;
+/// the wall-clock timeout counts from the start of the wait. Returns the body's result (or why there is none) and the captured stdout and
 /// stderr. A tool's own error (`tool-error`) counts as a result here; a denied capability
 /// turns it into [`CallError::CapabilityDenied`].
 async fn run<R>(
@@ -320,6 +325,7 @@ async fn run<R>(
     tool: &str,
     body: impl AsyncFnOnce(&crate::bindings::Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
     phases: Option<&mut CallPhases>,
+    spare: Option<&Arc<Spare>>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
 where
     R: ToolResult,
@@ -336,24 +342,32 @@ where
         return (Err(error), CapturedLog::default(), CapturedLog::default());
     };
     let queued = laps.lap();
-    let mut store = match new_store(runtime, sandbox, phases.is_some()) {
-        Ok(store) => store,
-        Err(source) => {
-            let error = CallError::Instantiate {
-                tool: tool.to_owned(),
-                source,
-            };
-            return (Err(error), CapturedLog::default(), CapturedLog::default());
-        }
+    // A profiled call measures the making of its instance: it takes no spare.
+    let spare = spare.filter(|_| phases.is_none());
+    let (mut store, ready) = match spare.and_then(|spare| spare.take()) {
+        Some((store, instance)) => (store, Some(instance)),
+        None => match new_store(runtime, sandbox, phases.is_some()) {
+            Ok(store) => (store, None),
+            Err(source) => {
+                let error = CallError::Instantiate {
+                    tool: tool.to_owned(),
+                    source,
+                };
+                return (Err(error), CapturedLog::default(), CapturedLog::default());
+            }
+        },
     };
     let setup = laps.lap();
     // How long instantiating took, and of it the component's own code (and its host calls).
     let mut instantiated = (Duration::ZERO, (Duration::ZERO, Duration::ZERO));
     let work = async {
-        let instance = pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(Failure::Start)?;
+        let instance = match ready {
+            Some(instance) => instance,
+            None => pre
+                .instantiate_async(&mut store)
+                .await
+                .map_err(Failure::Start)?,
+        };
         instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
         body(&instance, &mut store).await.map_err(Failure::Run)
     };
@@ -385,8 +399,13 @@ where
     };
     // Dropping the store resets the instance's memory and tables, and frees its slot: only
     // then may another call have it.
-    drop(store);
-    drop(slot);
+    match spare {
+        Some(spare) => spare.retire(pre, store, slot),
+        None => {
+            drop(store);
+            drop(slot);
+        }
+    }
     if let Some(phases) = phases {
         let (instantiate, (init, init_host)) = instantiated;
         *phases = CallPhases {

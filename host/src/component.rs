@@ -7,6 +7,7 @@
 //! take milliseconds, and what lets a run that offers a few tools compile only theirs.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -18,6 +19,7 @@ use crate::cache::{self, CompileEvent, CompileSource, ContentKey, Described};
 use crate::call::{self, CallPhases};
 use crate::sandbox::{Grants, Limits, Sandbox, StoreState};
 use crate::source::{Origin, SourceOptions, ToolSource};
+use crate::spare::Spare;
 use crate::spec::{self, ToolSpec};
 use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
 
@@ -72,6 +74,8 @@ pub struct LoadedComponent {
     load_time: Duration,
     /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
     code: OnceCell<ToolboxPre<StoreState>>,
+    /// The instance the next call runs in, made after the last one.
+    spare: Arc<Spare>,
 }
 
 impl std::fmt::Debug for LoadedComponent {
@@ -134,6 +138,7 @@ impl LoadedComponent {
             }
         };
         let tools = check_tools(&path, &origin, described.tools)?;
+        let spare = Spare::new(runtime.clone(), sandbox.clone());
         Ok(Self {
             config,
             origin,
@@ -145,6 +150,7 @@ impl LoadedComponent {
             source,
             load_time: started.elapsed(),
             code,
+            spare,
         })
     }
 
@@ -251,6 +257,7 @@ impl LoadedComponent {
             &self.runtime,
             pre,
             sandbox,
+            &self.spare,
             tool,
             arguments,
             context,

@@ -50,6 +50,7 @@ mod report;
 mod runtime;
 pub mod sandbox;
 pub mod source;
+mod spare;
 mod spec;
 mod toolbox;
 

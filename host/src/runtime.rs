@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::Linker;
 use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -40,6 +40,11 @@ pub struct RuntimeConfig {
     /// slow network file system, where one operation could hold up the other tasks of that
     /// thread. On by default.
     pub file_io_on_call_thread: bool,
+    /// How many components may keep a spare instance: after a component's call, a fresh
+    /// instance for its next call is made while the host is idle, so that the call finds it
+    /// ready (each call still gets a new instance of its own). The pooling allocator reserves
+    /// a slot for each, beside those of `max_concurrent_calls`. 0 turns it off. Default 8.
+    pub spare_instances: u32,
     /// Told when a component is compiled; none by default.
     pub on_compile: Option<CompileObserver>,
 }
@@ -52,6 +57,7 @@ impl std::fmt::Debug for RuntimeConfig {
             .field("max_concurrent_calls", &self.max_concurrent_calls)
             .field("epoch_tick", &self.epoch_tick)
             .field("file_io_on_call_thread", &self.file_io_on_call_thread)
+            .field("spare_instances", &self.spare_instances)
             .field("on_compile", &self.on_compile.as_ref().map(|_| ".."))
             .finish()
     }
@@ -65,6 +71,7 @@ impl Default for RuntimeConfig {
             max_concurrent_calls: 100,
             epoch_tick: Duration::from_millis(5),
             file_io_on_call_thread: true,
+            spare_instances: 8,
             on_compile: None,
         }
     }
@@ -90,8 +97,10 @@ struct Inner {
     epoch_tick: Duration,
     file_io_on_call_thread: bool,
     ticker_stop: Arc<AtomicBool>,
-    /// One permit per instance slot of the pool; none without pooling.
-    slots: Option<Semaphore>,
+    /// One permit per instance slot of the pool for calls; none without pooling.
+    slots: Option<Arc<Semaphore>>,
+    /// One permit per spare instance.
+    spares: Arc<Semaphore>,
 }
 
 impl Drop for Inner {
@@ -110,7 +119,9 @@ impl Runtime {
         wasm.epoch_interruption(true);
         if config.pooling {
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling_config(
-                config.max_concurrent_calls,
+                config
+                    .max_concurrent_calls
+                    .saturating_add(config.spare_instances),
             )));
         }
         let engine =
@@ -140,7 +151,8 @@ impl Runtime {
                 ticker_stop,
                 slots: config
                     .pooling
-                    .then(|| Semaphore::new(config.max_concurrent_calls as usize)),
+                    .then(|| Arc::new(Semaphore::new(config.max_concurrent_calls as usize))),
+                spares: Arc::new(Semaphore::new(config.spare_instances as usize)),
             }),
         })
     }
@@ -167,17 +179,17 @@ impl Runtime {
     pub(crate) async fn call_slot(
         &self,
         deadline: Option<tokio::time::Instant>,
-    ) -> Option<CallSlot<'_>> {
+    ) -> Option<CallSlot> {
         let Some(slots) = &self.inner.slots else {
             return Some(CallSlot { _permit: None });
         };
         // The common case, a free slot, without arming a timer.
-        if let Ok(permit) = slots.try_acquire() {
+        if let Ok(permit) = slots.clone().try_acquire_owned() {
             return Some(CallSlot {
                 _permit: Some(permit),
             });
         }
-        let wait = slots.acquire();
+        let wait = slots.clone().acquire_owned();
         let permit = match deadline {
             Some(deadline) => tokio::time::timeout_at(deadline, wait).await.ok()?,
             None => wait.await,
@@ -186,6 +198,17 @@ impl Runtime {
         permit.ok().map(|permit| CallSlot {
             _permit: Some(permit),
         })
+    }
+
+    /// Room for one more spare instance, if the runtime allows more
+    /// ([`RuntimeConfig::spare_instances`]).
+    pub(crate) fn spare_slot(&self) -> Option<SpareSlot> {
+        self.inner
+            .spares
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|permit| SpareSlot { _permit: permit })
     }
 
     /// Whether tools' file operations run on the call's thread.
@@ -201,22 +224,27 @@ impl Runtime {
 }
 
 /// An instance slot of the pool, held for the length of one call.
-pub(crate) struct CallSlot<'a> {
-    _permit: Option<SemaphorePermit<'a>>,
+pub(crate) struct CallSlot {
+    _permit: Option<OwnedSemaphorePermit>,
 }
 
-/// Slots for `calls` concurrent calls. Components from language runtimes (Python,
-/// JavaScript) have dozens of core instances and large function tables, hence the margins:
-/// [`Runtime::call_slot`] lets `calls` calls run at once, and nothing else of the pool should
-/// run out first. Core instances are only counted (nothing is reserved for them); the
+/// The room of one spare instance, held as long as the spare waits for its call.
+pub(crate) struct SpareSlot {
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Slots for `instances` component instances (calls and spares). Components from language
+/// runtimes (Python, JavaScript) have dozens of core instances and large function tables,
+/// hence the margins: [`Runtime::call_slot`] and [`Runtime::spare_slot`] share out the
+/// instances, and nothing else of the pool should run out first. Core instances are only counted (nothing is reserved for them); the
 /// componentize-py component has 64.
-fn pooling_config(calls: u32) -> PoolingAllocationConfig {
+fn pooling_config(instances: u32) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(calls)
-        .total_stacks(calls)
-        .total_core_instances(calls.saturating_mul(256))
-        .total_memories(calls.saturating_mul(4))
-        .total_tables(calls.saturating_mul(16))
+    pool.total_component_instances(instances)
+        .total_stacks(instances)
+        .total_core_instances(instances.saturating_mul(256))
+        .total_memories(instances.saturating_mul(4))
+        .total_tables(instances.saturating_mul(16))
         .max_memories_per_module(2)
         .table_elements(200_000)
         .max_core_instance_size(16 << 20)
