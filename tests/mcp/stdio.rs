@@ -178,6 +178,36 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
     );
 }
 
+/// A `tools/call` without `_meta` is served on a path of its own, one with `_meta` by rmcp's
+/// handler: a client must not be able to tell them apart.
+#[tokio::test]
+async fn a_call_answers_the_same_with_and_without_meta() {
+    let manifest = TestManifest::create();
+    let mut server = StdioServer::start(&[manifest.arg()]).await;
+    let calls = [
+        json!({ "name": "square_root", "arguments": { "x": 475695037565u64 } }),
+        json!({ "name": "add", "arguments": { "a": 1, "b": "two" } }),
+        json!({ "name": "square_root" }),
+        json!({ "name": "fail", "arguments": {} }),
+        json!({ "name": "chatter", "arguments": { "bytes": 20 } }),
+        json!({ "name": "cube_root", "arguments": {} }),
+    ];
+    for params in calls {
+        let mut answers = Vec::new();
+        for meta in [None, Some(json!({}))] {
+            let mut params = params.clone();
+            if let Some(meta) = meta {
+                params["_meta"] = meta;
+            }
+            server.notifications.clear();
+            let mut answer = server.request("tools/call", params).await;
+            answer.as_object_mut().unwrap().remove("id");
+            answers.push((answer, server.notifications.clone()));
+        }
+        assert_eq!(answers[0], answers[1], "{params}");
+    }
+}
+
 #[tokio::test]
 async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
     let manifest = TestManifest::create();

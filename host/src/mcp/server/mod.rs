@@ -29,11 +29,13 @@
 // is still what clients speak.
 #![allow(deprecated)]
 
+mod direct;
 mod disconnect;
 mod http;
 mod stdio;
 mod tools;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,11 +44,12 @@ use std::time::{Duration, Instant};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    RequestId, RequestMetaObject, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
@@ -151,12 +154,11 @@ impl McpServer {
 
     /// The call's context: the request id, and the `_meta` values the manifest lets through
     /// (a value that is not a string passes as its JSON text).
-    fn context(&self, cx: &RequestContext<RoleServer>) -> CallContext {
+    fn context(&self, id: &RequestId, meta: &RequestMetaObject) -> CallContext {
         let values = if self.shared.pass_meta.is_empty() {
             Default::default()
         } else {
-            cx.meta
-                .iter()
+            meta.iter()
                 .filter(|(key, _)| self.shared.pass_meta.contains(key.as_str()))
                 .map(|(key, value)| {
                     let value = match value {
@@ -168,35 +170,57 @@ impl McpServer {
                 .collect()
         };
         CallContext {
-            call_id: cx.id.to_string(),
+            call_id: id.to_string(),
             values,
         }
     }
 
-    async fn call(
-        &self,
-        request: CallToolRequestParams,
-        cx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let served = self.served();
-        let name: &str = &request.name;
-        if served.get(name).is_none() {
-            return Err(unknown_tool(name, &served.catalog.names()));
+    /// The least level of the logging notifications this session's client wants.
+    fn level(&self) -> LoggingLevel {
+        *lock(&self.level)
+    }
+
+    /// Runs a `tools/call`, however it arrived: refused while draining, a span of its own,
+    /// counted among the calls in flight.
+    async fn answer(&self, call: ToolCall<'_>) -> Answer {
+        if self.is_draining() {
+            let error = ErrorData::internal_error(
+                "the server is shutting down and takes no new calls",
+                None,
+            );
+            return Answer {
+                logs: Vec::new(),
+                result: Err(error),
+            };
         }
-        // Clients may leave `arguments` out for a tool that takes none.
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments)
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
-            None => "{}".to_owned(),
-        };
-        let context = self.context(&cx);
+        // Each call is a span: the tool, the request, how it ended and how long it took.
+        let span = tracing::info_span!(
+            "mcp_call",
+            tool = call.name,
+            id = %call.id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let call = self.call(call).instrument(span);
+        self.shared.calls.track_future(call).await
+    }
+
+    async fn call(&self, call: ToolCall<'_>) -> Answer {
+        let served = self.served();
+        let name = call.name;
+        if served.get(name).is_none() {
+            return Answer::error(unknown_tool(name, &served.catalog.names()));
+        }
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
-            () = cx.ct.cancelled() => None,
-            result = self.shared.host.toolbox().call(name, &arguments, &context) => Some(result),
+            () = call.cancelled.cancelled() => None,
+            result = self.shared.host.toolbox().call(name, &call.arguments, &call.context) => {
+                Some(result)
+            }
         };
         let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+        let mut logs = Vec::new();
         let (outcome, result) = match outcome {
             // Dropping the call dropped its store, and so its instance.
             None => {
@@ -206,7 +230,7 @@ impl McpServer {
                 ("cancelled", error_result(error.model_message()))
             }
             Some(Ok(output)) => {
-                self.forward_output(&cx, name, &output).await;
+                logs = log_messages(name, &output, call.level);
                 match served.result(name, output) {
                     Ok(result) => ("ok", result),
                     Err(problem) => {
@@ -218,7 +242,7 @@ impl McpServer {
             }
             Some(Err(CallError::UnknownTool { name, available })) => {
                 // The tools changed between the look-up and the call.
-                return Err(unknown_tool(&name, &available));
+                return Answer::error(unknown_tool(&name, &available));
             }
             Some(Err(error)) => {
                 match error.kind() {
@@ -233,36 +257,58 @@ impl McpServer {
         let span = tracing::Span::current();
         span.record("outcome", outcome);
         span.record("duration_ms", duration_ms);
-        tracing::info!(tool = name, id = %cx.id, duration_ms, outcome, "tools/call");
-        Ok(result)
+        tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
+        Answer {
+            logs,
+            result: Ok(result),
+        }
     }
+}
 
-    /// Sends what the tool wrote to stdout and stderr to the client, one logging notification
-    /// per line (logger: the tool's name), when the client's level lets info through.
-    async fn forward_output(
-        &self,
-        cx: &RequestContext<RoleServer>,
-        tool: &str,
-        output: &ToolOutput,
-    ) {
-        if output.stdout.is_empty() && output.stderr.is_empty() {
-            return;
-        }
-        let level = cx.meta.log_level().unwrap_or_else(|| *lock(&self.level));
-        let wanted = |at: LoggingLevel| at as u8 >= level as u8;
-        for (stream, log) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
-            for (at, data) in log_lines(stream, log) {
-                if !wanted(at) {
-                    continue;
-                }
-                let message = LoggingMessageNotificationParam::new(at, data).with_logger(tool);
-                if let Err(error) = cx.peer.notify_logging_message(message).await {
-                    tracing::debug!("cannot send the tool's output to the client: {error}");
-                    return;
-                }
-            }
+/// A `tools/call` as the server runs it, from rmcp's handler or straight from a stdio line.
+struct ToolCall<'a> {
+    id: &'a RequestId,
+    name: &'a str,
+    /// The arguments, a JSON object as text (`{}` when the client left them out).
+    arguments: Cow<'a, str>,
+    context: CallContext,
+    /// The least level of the logging notifications the client wants.
+    level: LoggingLevel,
+    cancelled: &'a CancellationToken,
+}
+
+/// What a call answers: what the tool wrote to stdout and stderr as logging notifications
+/// (to be sent first), then the result.
+struct Answer {
+    logs: Vec<LoggingMessageNotificationParam>,
+    result: Result<CallToolResult, ErrorData>,
+}
+
+impl Answer {
+    fn error(error: ErrorData) -> Self {
+        Self {
+            logs: Vec::new(),
+            result: Err(error),
         }
     }
+}
+
+/// What the tool wrote to stdout and stderr, one logging notification per line (logger: the
+/// tool's name), those at `level` or above.
+fn log_messages(
+    tool: &str,
+    output: &ToolOutput,
+    level: LoggingLevel,
+) -> Vec<LoggingMessageNotificationParam> {
+    if output.stdout.is_empty() && output.stderr.is_empty() {
+        return Vec::new();
+    }
+    [("stdout", &output.stdout), ("stderr", &output.stderr)]
+        .into_iter()
+        .flat_map(|(stream, log)| log_lines(stream, log))
+        .filter(|(at, _)| *at as u8 >= level as u8)
+        .map(|(at, data)| LoggingMessageNotificationParam::new(at, data).with_logger(tool))
+        .collect()
 }
 
 /// The lines of a captured stream as logging notifications: each non-empty line at info, and
@@ -348,22 +394,28 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if self.is_draining() {
-            return Err(ErrorData::internal_error(
-                "the server is shutting down and takes no new calls",
-                None,
-            ));
+        // Clients may leave `arguments` out for a tool that takes none.
+        let arguments = match &request.arguments {
+            Some(arguments) => serde_json::to_string(arguments)
+                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
+            None => "{}".to_owned(),
+        };
+        let call = ToolCall {
+            id: &cx.id,
+            name: &request.name,
+            arguments: Cow::Owned(arguments),
+            context: self.context(&cx.id, &cx.meta),
+            level: cx.meta.log_level().unwrap_or_else(|| self.level()),
+            cancelled: &cx.ct,
+        };
+        let answer = self.answer(call).await;
+        for message in answer.logs {
+            if let Err(error) = cx.peer.notify_logging_message(message).await {
+                tracing::debug!("cannot send the tool's output to the client: {error}");
+                break;
+            }
         }
-        // Each call is a span: the tool, the request, how it ended and how long it took.
-        let span = tracing::info_span!(
-            "mcp_call",
-            tool = %request.name,
-            id = %cx.id,
-            outcome = tracing::field::Empty,
-            duration_ms = tracing::field::Empty,
-        );
-        let call = self.call(request, cx).instrument(span);
-        self.shared.calls.track_future(call).await.map(Into::into)
+        answer.result.map(Into::into)
     }
 }
 

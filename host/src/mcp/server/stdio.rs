@@ -9,11 +9,14 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rmcp::model::{ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientNotification, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, JsonRpcNotification,
+    RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt as _};
@@ -22,6 +25,11 @@ use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _,
 use tokio::sync::Mutex;
 
 use super::McpServer;
+use super::direct::DirectCalls;
+
+/// How long calls in flight may still answer after the client closed its end, as rmcp waits
+/// for those of its handlers.
+const CLOSED_GRACE: Duration = Duration::from_secs(5);
 
 /// How the stdio server runs.
 #[derive(Debug, Clone)]
@@ -69,6 +77,7 @@ where
 {
     let grace = options.shutdown_grace;
     let transport = LineTransport::new(input, output, options.max_message);
+    let (direct, output) = (transport.direct.clone(), transport.output.clone());
     tokio::pin!(shutdown);
     let running = tokio::select! {
         running = server.clone().serve(transport) => {
@@ -76,18 +85,31 @@ where
         }
         () = &mut shutdown => return Ok(()),
     };
+    // From now on, `tools/call` lines of a session that began with `initialize` are served
+    // without rmcp's generic handling.
+    if let Some(info) = running.peer().peer_info()
+        && let Some(calls) = DirectCalls::new(server.clone(), output, &info.protocol_version)
+    {
+        let _ = direct.set(calls);
+    }
     let stop = running.cancellation_token();
     let waiting = running.waiting();
     tokio::pin!(waiting);
     tokio::select! {
         quit = &mut waiting => {
             tracing::debug!("the MCP client closed the connection: {quit:?}");
+            if let Some(direct) = direct.get() {
+                direct.finish(CLOSED_GRACE).await;
+            }
         }
         () = &mut shutdown => {
             if !server.drain(grace).await {
                 tracing::warn!("calls still running after {grace:?} are cancelled");
             }
             stop.cancel();
+            if let Some(direct) = direct.get() {
+                direct.stop().await;
+            }
             let _ = waiting.await;
         }
     }
@@ -103,6 +125,8 @@ struct LineTransport<R, W> {
     /// How many bytes of an oversized line were seen; it is skipped to its end.
     oversized: Option<usize>,
     max: usize,
+    /// Once the session has begun: the `tools/call` requests served without rmcp.
+    direct: Arc<OnceLock<DirectCalls<W>>>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -117,6 +141,7 @@ where
             line: Vec::new(),
             oversized: None,
             max,
+            direct: Arc::new(OnceLock::new()),
         }
     }
 
@@ -201,6 +226,25 @@ where
     }
 }
 
+impl<R, W> LineTransport<R, W>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// A `notifications/cancelled` for a call served directly cancels it (rmcp, which gets
+    /// the notification too, does not know the request).
+    fn see_cancelled(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        if let Some(direct) = self.direct.get()
+            && let JsonRpcMessage::Notification(JsonRpcNotification {
+                notification: ClientNotification::CancelledNotification(cancelled),
+                ..
+            }) = message
+            && let Some(id) = &cancelled.params.request_id
+        {
+            direct.cancel(id);
+        }
+    }
+}
+
 async fn write<W: AsyncWrite + Unpin>(
     output: Arc<Mutex<W>>,
     message: TxJsonRpcMessage<RoleServer>,
@@ -253,12 +297,19 @@ where
                 );
                 continue;
             }
+            if let Some(direct) = self.direct.get()
+                && direct.start(&self.line)
+            {
+                self.line.clear();
+                continue;
+            }
             let line = std::mem::take(&mut self.line);
             let parsed = self.parse(&line);
             // Keep the buffer's allocation for the next line.
             self.line = line;
             self.line.clear();
             if let Some(message) = parsed {
+                self.see_cancelled(&message);
                 return Some(message);
             }
         }

@@ -1,0 +1,232 @@
+//! `tools/call` on stdio, answered without rmcp's generic message handling: the hot path of
+//! a stdio server, where rmcp's parse of each line into its message enum, its handler task,
+//! its response channel and its send task cost as much as a small tool's call.
+//!
+//! A line that is exactly a `tools/call` request (`jsonrpc`, `id`, `method`, and `params`
+//! with `name` and an `arguments` object, nothing else: no `_meta`, no task) is decoded into
+//! a borrowed struct, its arguments passed to the tool as the client wrote them, and the
+//! result written as one line. It is served this way only in a session that began with
+//! `initialize` and a protocol revision before 2026-07-28, whose results have one shape;
+//! everything else (other methods, `_meta`, other revisions) goes to rmcp as before. The same
+//! [`McpServer::answer`] runs the call either way, and a `notifications/cancelled` for such a
+//! call cancels it (no answer is sent, as for any cancelled request).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    JsonRpcMessage, LoggingMessageNotification, ProtocolVersion, RequestId, ServerNotification,
+    ServerResult,
+};
+use rmcp::service::TxJsonRpcMessage;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncWrite, AsyncWriteExt as _};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{McpServer, ToolCall, lock};
+
+/// A `tools/call` request line, borrowed from the line.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallLine<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    id: RequestId,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    #[serde(borrow)]
+    params: CallParams<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallParams<'a> {
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// The `tools/call` requests of one stdio session that are served here.
+pub(super) struct DirectCalls<W> {
+    shared: Arc<Shared<W>>,
+}
+
+impl<W> Clone for DirectCalls<W> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+struct Shared<W> {
+    server: McpServer,
+    output: Arc<tokio::sync::Mutex<W>>,
+    /// The calls running, by request id, to cancel them.
+    running: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Cancels every call when the session ends.
+    stop: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl<W> DirectCalls<W>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// Direct calls for a session whose client asked for `version` at `initialize`; `None`
+    /// for a revision whose results rmcp shapes otherwise (2026-07-28 and later).
+    pub(super) fn new(
+        server: McpServer,
+        output: Arc<tokio::sync::Mutex<W>>,
+        version: &ProtocolVersion,
+    ) -> Option<Self> {
+        if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
+            return None;
+        }
+        Some(Self {
+            shared: Arc::new(Shared {
+                server,
+                output,
+                running: Mutex::new(HashMap::new()),
+                stop: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+        })
+    }
+
+    /// Starts serving `line` if it is a `tools/call` request this path takes; `false` leaves
+    /// it to rmcp.
+    pub(super) fn start(&self, line: &[u8]) -> bool {
+        let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else {
+            return false;
+        };
+        let arguments = match call.params.arguments {
+            // rmcp takes arguments only as an object.
+            Some(raw) if !raw.get().starts_with('{') => return false,
+            Some(raw) => raw.get().to_owned(),
+            // Clients may leave `arguments` out for a tool that takes none.
+            None => "{}".to_owned(),
+        };
+        if call.jsonrpc != "2.0" || call.method != "tools/call" {
+            return false;
+        }
+        let name = call.params.name.into_owned();
+        let id = call.id;
+        let cancelled = self.shared.stop.child_token();
+        lock(&self.shared.running).insert(id.clone(), cancelled.clone());
+        let shared = self.shared.clone();
+        self.shared.tasks.spawn(async move {
+            shared.serve(id, name, arguments, cancelled).await;
+        });
+        true
+    }
+
+    /// Cancels the call of request `id`, if it is one of these.
+    pub(super) fn cancel(&self, id: &RequestId) {
+        if let Some(cancelled) = lock(&self.shared.running).remove(id) {
+            tracing::info!(%id, "cancelled");
+            cancelled.cancel();
+        }
+    }
+
+    /// At the end of the session: lets the calls running finish and answer for up to `grace`,
+    /// then stops them.
+    pub(super) async fn finish(&self, grace: Duration) {
+        self.shared.tasks.close();
+        if tokio::time::timeout(grace, self.shared.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running after {grace:?} are cancelled");
+            self.stop().await;
+        }
+    }
+
+    /// Cancels the calls running, and waits for them to stop (at once: a cancelled call
+    /// drops its instance).
+    pub(super) async fn stop(&self) {
+        self.shared.tasks.close();
+        self.shared.stop.cancel();
+        self.shared.tasks.wait().await;
+    }
+}
+
+impl<W> Shared<W>
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    async fn serve(
+        &self,
+        id: RequestId,
+        name: String,
+        arguments: String,
+        cancelled: CancellationToken,
+    ) {
+        let call = ToolCall {
+            id: &id,
+            name: &name,
+            arguments: Cow::Owned(arguments),
+            context: self.server.context(&id, &Default::default()),
+            level: self.server.level(),
+            cancelled: &cancelled,
+        };
+        let answer = self.server.answer(call).await;
+        {
+            let mut running = lock(&self.running);
+            // The id may have been taken by a later request meanwhile.
+            if running.get(&id).is_some_and(|token| token == &cancelled) {
+                running.remove(&id);
+            }
+        }
+        // A cancelled request gets no answer.
+        if cancelled.is_cancelled() {
+            return;
+        }
+        let mut lines = Vec::new();
+        for log in answer.logs {
+            let message: TxJsonRpcMessage<RoleServer> =
+                JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(
+                    LoggingMessageNotification::new(log),
+                ));
+            push_line(&mut lines, &message);
+        }
+        let message: TxJsonRpcMessage<RoleServer> = match answer.result {
+            Ok(result) => {
+                // The shape of the results of the revisions before 2026-07-28, as rmcp's
+                // handler gives it.
+                let mut result = ServerResult::CallToolResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                JsonRpcMessage::response(result, id)
+            }
+            Err(error) => JsonRpcMessage::error(error, Some(id)),
+        };
+        push_line(&mut lines, &message);
+        if let Err(error) = write_lines(&self.output, &lines).await {
+            tracing::debug!("cannot answer a call: {error}");
+        }
+    }
+}
+
+fn push_line(lines: &mut Vec<u8>, message: &TxJsonRpcMessage<RoleServer>) {
+    match serde_json::to_writer(&mut *lines, message) {
+        Ok(()) => lines.push(b'\n'),
+        Err(error) => tracing::error!("cannot write a message as JSON: {error}"),
+    }
+}
+
+async fn write_lines<W: AsyncWrite + Unpin>(
+    output: &tokio::sync::Mutex<W>,
+    lines: &[u8],
+) -> io::Result<()> {
+    let mut output = output.lock().await;
+    output.write_all(lines).await?;
+    output.flush().await
+}
