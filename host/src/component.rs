@@ -225,6 +225,12 @@ impl LoadedComponent {
         self.load_time
     }
 
+    /// Whether a spare instance is ready for the next call: made, never called, after an
+    /// earlier call ([`RuntimeConfig::spare_instances`](crate::RuntimeConfig::spare_instances)).
+    pub fn has_spare_instance(&self) -> bool {
+        self.spare.is_ready()
+    }
+
     /// Calls tool `tool` (by the component's own name for it; the arguments are not checked
     /// against its schema) as every call runs, and measures where the time went: the host's
     /// setup, instantiation, the component's own start-up code, the call, the teardown.

@@ -62,6 +62,11 @@ impl Spare {
         Some((store, instance))
     }
 
+    /// Whether an instance is ready for the next call.
+    pub(crate) fn is_ready(&self) -> bool {
+        lock(&self.ready).is_some()
+    }
+
     /// Ends a call: in a task of its own, drops its store and then its instance slot, and
     /// makes a spare instance when there is none.
     pub(crate) fn retire(

@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
-use toolhost::{CallContext, ComponentConfig, Toolbox};
+use toolhost::{CallContext, ComponentConfig, LoadedComponent, Toolbox};
 use toolhost_tests::components::MISBEHAVE;
 use toolhost_tests::{load, repo_root, runtime};
 
@@ -26,6 +27,37 @@ async fn every_call_gets_a_fresh_instance() {
             "a global counter never sees an earlier call"
         );
     }
+}
+
+/// After a call, the next one's instance is made ahead (a spare): it is as fresh as one made
+/// at the call.
+#[tokio::test]
+async fn a_spare_instance_is_fresh_too() {
+    let toolbox = load(MISBEHAVE, |_| {}).await;
+    let component = toolbox
+        .components()
+        .next()
+        .expect("misbehave is a component");
+    for call in 1..=3 {
+        let output = toolbox
+            .call("count", "{}", &context())
+            .await
+            .expect("count succeeds");
+        assert_eq!(output.text, "1", "call {call} sees no earlier call");
+        // The spare is made in the background after each call.
+        spare_made(component).await;
+    }
+}
+
+/// Waits for `component`'s spare instance, made in the background after a call.
+async fn spare_made(component: &LoadedComponent) {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !component.has_spare_instance() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no spare instance of {} after a call", component.name()));
 }
 
 #[tokio::test]
@@ -63,6 +95,7 @@ fn example(name: &str) -> PathBuf {
 
 /// Calls `isolation_check` of the example component `name` three times: each call leaves a
 /// marker in the interpreter's state and lists the ones earlier calls left, which must be none.
+/// The later calls run in spare instances, made between the calls.
 async fn nothing_left_behind(name: &str) {
     let toolbox = Toolbox::builder(&runtime())
         .component(ComponentConfig::new(example(name)))
@@ -81,6 +114,8 @@ async fn nothing_left_behind(name: &str) {
             serde_json::json!([]),
             "{name}: the call with {marker} found what earlier calls left"
         );
+        let component = toolbox.components().next().expect("a component");
+        spare_made(component).await;
     }
 }
 
