@@ -9,12 +9,16 @@
 //! `initialize` and a protocol revision before 2026-07-28, whose results have one shape;
 //! everything else (other methods, `_meta`, other revisions) goes to rmcp as before. The same
 //! [`McpServer::answer`] runs the call either way, and a `notifications/cancelled` for such a
-//! call cancels it (no answer is sent, as for any cancelled request).
+//! call cancels it (no answer is sent, as for any cancelled request). A call starts on the
+//! reader's task, and moves to a task of its own at its first wait: a small tool's call is
+//! answered before the next line is read, without waking another worker thread.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -122,9 +126,25 @@ where
         let cancelled = self.shared.stop.child_token();
         lock(&self.shared.running).insert(id.clone(), cancelled.clone());
         let shared = self.shared.clone();
-        self.shared.tasks.spawn(async move {
+        let mut serve = Box::pin(self.shared.tasks.track_future(async move {
             shared.serve(id, name, arguments, cancelled).await;
-        });
+        }));
+        // The call runs here, on the reader's task, up to its first wait: most calls end
+        // there, answered without a hand-off to a task of their own (on the multi-threaded
+        // runtime, a spawned task wakes another worker, which costs as much as a small
+        // tool's call). A call that waits (for I/O, for an instance slot, or at the epoch
+        // tick that ends its CPU slice, so the reader is held up for at most one tick) goes
+        // on in a task of its own. That task polls it at once, which finds where it stands:
+        // no wake-up is lost to the no-op waker of this first poll.
+        let mut cx = Context::from_waker(Waker::noop());
+        match panic::catch_unwind(AssertUnwindSafe(|| serve.as_mut().poll(&mut cx))) {
+            Ok(Poll::Ready(())) => {}
+            Ok(Poll::Pending) => {
+                tokio::spawn(serve);
+            }
+            // As a task's panic would: that call gets no answer, the session goes on.
+            Err(_) => tracing::error!("a tools/call panicked; it gets no answer"),
+        }
         true
     }
 
