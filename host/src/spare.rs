@@ -68,7 +68,10 @@ impl Spare {
     }
 
     /// Ends a call: in a task of its own, drops its store and then its instance slot, and
-    /// makes a spare instance when there is none.
+    /// makes a spare instance when there is none. The task first yields its thread: the
+    /// call's answer has usually just been written, waking the client, which the kernel
+    /// tends to queue on this very CPU (the writer is expected to sleep next); without the
+    /// yield, the client waits for this work before it reads the answer.
     pub(crate) fn retire(
         self: &Arc<Self>,
         pre: &ToolboxPre<StoreState>,
@@ -78,6 +81,7 @@ impl Spare {
         let spare = self.clone();
         let pre = pre.clone();
         tokio::spawn(async move {
+            std::thread::yield_now();
             drop(store);
             drop(slot);
             spare.refill(&pre).await;
