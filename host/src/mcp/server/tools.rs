@@ -112,6 +112,7 @@ impl Served {
             return Ok(CallToolResult::success(vec![ContentBlock::text(text)]));
         };
         // A tool from an MCP server gave its result as JSON already; a component's is text.
+        let from_text = structured.is_none();
         let value: Value = match structured {
             Some(value) => value,
             None => serde_json::from_str(&text).map_err(|e| {
@@ -126,7 +127,10 @@ impl Served {
             })
             .as_ref()
             .map_err(Clone::clone)?;
-        if let Some(error) = validator.iter_errors(&value).next() {
+        // A yes/no check is cheaper than looking for errors: look only when it fails.
+        if !validator.is_valid(&value)
+            && let Some(error) = validator.iter_errors(&value).next()
+        {
             let at = error.instance_path().to_string();
             return Err(format!(
                 "its result does not match its output schema{}: {error}",
@@ -140,9 +144,19 @@ impl Served {
         // The text is the same JSON as `structuredContent`, as MCP asks: a client that
         // shows one of them shows the same thing.
         let (structured, text) = if output.wrapped {
-            let structured = json!({ "result": value });
-            let text = structured.to_string();
-            (structured, text)
+            // The tool's own JSON text, checked above, inside the wrapper: the same JSON
+            // without writing the value out again.
+            let text = if from_text {
+                let own = text.trim();
+                let mut text = String::with_capacity(own.len() + 11);
+                text.push_str("{\"result\":");
+                text.push_str(own);
+                text.push('}');
+                text
+            } else {
+                json!({ "result": &value }).to_string()
+            };
+            (json!({ "result": value }), text)
         } else {
             (value, text)
         };
