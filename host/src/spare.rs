@@ -84,7 +84,8 @@ impl Spare {
             std::thread::yield_now();
             drop(store);
             drop(slot);
-            spare.refill(&pre).await;
+            // Boxed: the task spawned at the end of the call stays small to set up.
+            Box::pin(spare.refill(&pre)).await;
         });
     }
 

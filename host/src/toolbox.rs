@@ -484,12 +484,13 @@ impl Toolbox {
             call_id = %context.call_id,
             outcome = tracing::field::Empty,
         );
-        async {
+        let recorded = span.clone();
+        async move {
             let result = source
                 .call(&entry.own_name, arguments, context)
                 .await
                 .map_err(|error| error.with_tool(name));
-            let span = tracing::Span::current();
+            let span = recorded;
             match &result {
                 Ok(output) => {
                     span.record("outcome", "ok");

@@ -124,7 +124,7 @@ where
         let name = call.params.name.into_owned();
         let id = call.id;
         let cancelled = self.shared.stop.child_token();
-        lock(&self.shared.running).insert(id.clone(), cancelled.clone());
+        let (running_id, running_token) = (id.clone(), cancelled.clone());
         let shared = self.shared.clone();
         let mut serve = Box::pin(self.shared.tasks.track_future(async move {
             shared.serve(id, name, arguments, cancelled).await;
@@ -139,7 +139,9 @@ where
         let mut cx = Context::from_waker(Waker::noop());
         match panic::catch_unwind(AssertUnwindSafe(|| serve.as_mut().poll(&mut cx))) {
             Ok(Poll::Ready(())) => {}
+            // Only now can a `notifications/cancelled` for it be read.
             Ok(Poll::Pending) => {
+                lock(&self.shared.running).insert(running_id, running_token);
                 tokio::spawn(serve);
             }
             // As a task's panic would: that call gets no answer, the session goes on.
@@ -209,7 +211,7 @@ where
         if cancelled.is_cancelled() {
             return;
         }
-        let mut lines = Vec::new();
+        let mut lines = Vec::with_capacity(512);
         for log in answer.logs {
             let message: TxJsonRpcMessage<RoleServer> =
                 JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(

@@ -169,10 +169,11 @@ impl McpServer {
                 })
                 .collect()
         };
-        CallContext {
-            call_id: id.to_string(),
-            values,
-        }
+        let call_id = match id {
+            RequestId::Number(number) => number.to_string(),
+            RequestId::String(text) => text.to_string(),
+        };
+        CallContext { call_id, values }
     }
 
     /// The least level of the logging notifications this session's client wants.
@@ -201,11 +202,12 @@ impl McpServer {
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
-        let call = self.call(call).instrument(span);
+        let call = self.call(call, span.clone()).instrument(span);
         self.shared.calls.track_future(call).await
     }
 
-    async fn call(&self, call: ToolCall<'_>) -> Answer {
+    /// Runs the call; `span` is the one it runs in, where its outcome is recorded.
+    async fn call(&self, call: ToolCall<'_>, span: tracing::Span) -> Answer {
         let served = self.served();
         let name = call.name;
         if served.get(name).is_none() {
@@ -254,7 +256,6 @@ impl McpServer {
                 (error.kind().as_str(), error_result(error.model_message()))
             }
         };
-        let span = tracing::Span::current();
         span.record("outcome", outcome);
         span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
