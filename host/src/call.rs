@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::poll_fn;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use wasmtime::{CallHook, Store, UpdateDeadline};
@@ -371,10 +374,7 @@ where
         instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
         body(&instance, &mut store).await.map_err(Failure::Run)
     };
-    let outcome = match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, work).await,
-        None => Ok(work.await),
-    };
+    let outcome = within(deadline, work).await;
     let called = laps.lap();
     let state = store.data_mut();
     let (in_wasm, call_host) = state.wasm_clock.take();
@@ -420,6 +420,22 @@ where
         };
     }
     (result, stdout, stderr)
+}
+
+/// `work`, stopped at `deadline`. The timer is set up only if `work` does not finish at its
+/// first poll, as a small tool's call does.
+async fn within<F: Future>(
+    deadline: Option<tokio::time::Instant>,
+    work: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut work = pin!(work);
+    if let Poll::Ready(output) = poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await {
+        return Ok(output);
+    }
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await,
+        None => Ok(work.await),
+    }
 }
 
 /// Whether a call's value is the tool reporting an error of its own.
