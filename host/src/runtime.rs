@@ -101,6 +101,8 @@ struct Inner {
     slots: Option<Arc<Semaphore>>,
     /// One permit per spare instance.
     spares: Arc<Semaphore>,
+    /// One permit per call whose store may be dropped after its answer.
+    retiring: Arc<Semaphore>,
 }
 
 impl Drop for Inner {
@@ -153,6 +155,7 @@ impl Runtime {
                     .pooling
                     .then(|| Arc::new(Semaphore::new(config.max_concurrent_calls as usize))),
                 spares: Arc::new(Semaphore::new(config.spare_instances as usize)),
+                retiring: Arc::new(Semaphore::new(RETIRING_AT_ONCE)),
             }),
         })
     }
@@ -211,6 +214,12 @@ impl Runtime {
             .map(|permit| SpareSlot { _permit: permit })
     }
 
+    /// Room to drop a call's store after its answer, if fewer than [`RETIRING_AT_ONCE`]
+    /// calls wait for that now.
+    pub(crate) fn retiring_slot(&self) -> Option<OwnedSemaphorePermit> {
+        self.inner.retiring.clone().try_acquire_owned().ok()
+    }
+
     /// Whether tools' file operations run on the call's thread.
     pub(crate) fn file_io_on_call_thread(&self) -> bool {
         self.inner.file_io_on_call_thread
@@ -222,6 +231,13 @@ impl Runtime {
         u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
     }
 }
+
+/// How many calls at most may leave their store to be dropped after their answer. Under a
+/// steady stream of calls those drops fall behind the new calls, each still holding its
+/// instance slot; new calls then take slots never used before, whose pages stay resident
+/// (measured: 8,000 Python calls, two at a time, ended with 500 MB more resident). Past
+/// this many, a call drops its store before it answers, as without spare instances.
+const RETIRING_AT_ONCE: usize = 2;
 
 /// An instance slot of the pool, held for the length of one call.
 pub(crate) struct CallSlot {

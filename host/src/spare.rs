@@ -24,7 +24,7 @@ pub(crate) struct Spare {
     runtime: Runtime,
     sandbox: Sandbox,
     ready: Mutex<Option<Ready>>,
-    /// Whether a task is making a spare now.
+    /// Whether a task makes a spare now, or is about to.
     making: AtomicBool,
     /// Set when making a spare failed: the calls make their own instance then, and report
     /// why it fails.
@@ -67,35 +67,48 @@ impl Spare {
         lock(&self.ready).is_some()
     }
 
-    /// Ends a call: in a task of its own, drops its store and then its instance slot, and
-    /// makes a spare instance when there is none. The task first yields its thread: the
-    /// call's answer has usually just been written, waking the client, which the kernel
-    /// tends to queue on this very CPU (the writer is expected to sleep next); without the
-    /// yield, the client waits for this work before it reads the answer.
+    /// Ends a call: drops its store and then its instance slot, and makes a spare instance
+    /// when there is none, in a task of its own so that the call's answer goes out first.
+    /// When too many ended calls wait for that already, the store is dropped here; and only
+    /// one task at a time makes a component's spare, so that calls that never wait (a loop
+    /// of small calls) do not pile up tasks that cannot run. The task first yields its
+    /// thread: the call's answer has usually just been written, waking the client, which
+    /// the kernel tends to queue on this very CPU (the writer is expected to sleep next);
+    /// without the yield, the client waits for this work before it reads the answer.
     pub(crate) fn retire(
         self: &Arc<Self>,
         pre: &ToolboxPre<StoreState>,
         store: Store<StoreState>,
         slot: CallSlot,
     ) {
+        let later = match self.runtime.retiring_slot() {
+            Some(retiring) => Some((store, slot, retiring)),
+            None => {
+                drop(store);
+                drop(slot);
+                None
+            }
+        };
+        let refill = !self.failed.load(Ordering::Relaxed)
+            && !self.is_ready()
+            && !self.making.swap(true, Ordering::AcqRel);
+        if later.is_none() && !refill {
+            return;
+        }
         let spare = self.clone();
         let pre = pre.clone();
         tokio::spawn(async move {
             std::thread::yield_now();
-            drop(store);
-            drop(slot);
-            // Boxed: the task spawned at the end of the call stays small to set up.
-            Box::pin(spare.refill(&pre)).await;
+            drop(later);
+            if refill {
+                // Boxed: the task spawned at the end of the call stays small to set up.
+                Box::pin(spare.refill(&pre)).await;
+            }
         });
     }
 
+    /// Makes the spare instance, for the task that set `making`.
     async fn refill(&self, pre: &ToolboxPre<StoreState>) {
-        if self.failed.load(Ordering::Relaxed)
-            || lock(&self.ready).is_some()
-            || self.making.swap(true, Ordering::AcqRel)
-        {
-            return;
-        }
         if let Some(ready) = self.make(pre).await {
             *lock(&self.ready) = Some(ready);
         }

@@ -71,10 +71,15 @@ pub fn report(cache: &Path, summary: &mut Summary) -> anyhow::Result<()> {
     }
     let growth = value("growth_kib")?;
     println!(
-        "  growth over {CALCULATOR_CALLS} calculator and {PYTHON_CALLS} Python calls (after the \
-         above): {growth:+.0} KiB (from {} to {})",
+        "  growth over {CALCULATOR_CALLS} calculator and {PYTHON_CALLS} Python calls, two at a \
+         time (after the above): {growth:+.0} KiB (from {} to {}); calculator {:+.0} KiB, \
+         Python {:+.0} KiB; of it private (not the components' code and data images mapped \
+         from the cache) {:+.0} KiB",
         mib(value("before_kib")?),
-        mib(value("after_kib")?)
+        mib(value("after_kib")?),
+        value("growth_calculator_kib")?,
+        value("growth_text-python_kib")?,
+        value("anon_growth_kib")?,
     );
     summary.add("idle_rss_mib", format!("{:.0}", idle / 1024.0));
     summary.add("growth_100k_calls_kib", format!("{growth:.0}"));
@@ -136,16 +141,26 @@ pub fn child() -> anyhow::Result<()> {
         }
 
         let before = status("VmRSS")?;
+        let anon_before = status("RssAnon")?;
         let started = Instant::now();
         for (name, count) in [
             ("calculator", CALCULATOR_CALLS),
             ("text-python", PYTHON_CALLS),
         ] {
             if let Some((_, tool, arguments)) = calls.iter().find(|(n, ..)| n == name) {
+                let before = status("VmRSS")?;
                 in_flight(&toolbox, tool, arguments, 2, count).await?;
+                println!(
+                    "growth_{name}_kib={}",
+                    status("VmRSS")? as i64 - before as i64
+                );
             }
         }
         let after = status("VmRSS")?;
+        println!(
+            "anon_growth_kib={}",
+            status("RssAnon")? as i64 - anon_before as i64
+        );
         println!("before_kib={before}");
         println!("after_kib={after}");
         println!("growth_kib={}", after as i64 - before as i64);
