@@ -200,7 +200,8 @@ impl ModelConfig {
             ProviderKind::Local => {
                 let server = LocalServer::start(&LocalServerConfig::default()).await?;
                 let name = self.name.as_deref().unwrap_or(super::local::MODEL_NAME);
-                let provider: Arc<dyn Provider> = match self.format.unwrap_or_default() {
+                let format = self.format.unwrap_or_default();
+                let provider: Arc<dyn Provider> = match format {
                     LocalFormat::OpenAi => Arc::new(OpenAiProvider::new(
                         &format!("{}/v1", server.base_url()),
                         name,
@@ -214,7 +215,7 @@ impl ModelConfig {
                         options,
                     )?),
                 };
-                Ok(Arc::new(LocalModel::new(server, provider)))
+                Ok(Arc::new(LocalModel::new(server, provider, format)))
             }
         }
     }

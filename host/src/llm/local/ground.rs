@@ -1,6 +1,7 @@
 //! What the local model's requests get beyond the caller's: tool parameters held to values
 //! the conversation holds (the documents it quotes or a tool returned, the time zones of the
-//! places it names, the text it gives a tool to work on), and sampling against repetition on the rounds that answer. Both make
+//! places it names, the text it gives a tool to work on), sampling against repetition on the
+//! rounds that answer, and answers held to the values of a tool's result. All make
 //! up for what a 270M model cannot do; the caller's request, and the checks of the calls
 //! against the tools' real schemas, stay as they are.
 
@@ -16,8 +17,9 @@ const MAX_DOCUMENTS: usize = 8;
 /// A request of at most this many words offers what follows each of them as a text.
 const MAX_TEXT_WORDS: usize = 64;
 
-/// `request` as the local model gets it, or `None` when that is `request` itself.
-pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
+/// `request` as the local model gets it, or `None` when that is `request` itself; with
+/// `hold_answers`, an answer to a tool's result is held to the result's values.
+pub(super) fn adapted(request: &ChatRequest, hold_answers: bool) -> Option<ChatRequest> {
     let answering = matches!(request.messages.last(), Some(Message::ToolResult { .. }));
     let tools = grounded(&request.tools, &request.messages);
     if !answering && tools.is_none() {
@@ -37,7 +39,53 @@ pub(super) fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
     if let Some(tools) = tools {
         adapted.tools = tools;
     }
+    if let Some(grammar) = answer_grammar(&request.messages).filter(|_| hold_answers) {
+        // The answer, held to the result's values. llama-server refuses a grammar with
+        // tools, so this round offers none; the chat template still shows the model the
+        // tools it saw, from `answer_tools`, so that the prompt (and the server's cache of
+        // it) stays as it was.
+        let shown: Vec<Value> = (adapted.tools.drain(..))
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        adapted.extra.insert("grammar".to_owned(), json!(grammar));
+        adapted.extra.insert(
+            "chat_template_kwargs".to_owned(),
+            json!({ "answer_tools": shown }),
+        );
+    }
     Some(adapted)
+}
+
+/// After one successful tool result, the grammar of an answer that states one of its
+/// values (see [`answer`](super::answer)); `None` after a failure (the model may mend its
+/// call), after several results at once, or when the result has no value to state.
+fn answer_grammar(messages: &[Message]) -> Option<String> {
+    let [
+        ..,
+        before,
+        Message::ToolResult {
+            content,
+            is_error: false,
+            ..
+        },
+    ] = messages
+    else {
+        return None;
+    };
+    if matches!(before, Message::ToolResult { .. }) {
+        return None;
+    }
+    let question = messages.iter().rev().find_map(|message| match message {
+        Message::User { text } => Some(text.as_str()),
+        _ => None,
+    })?;
+    super::answer::grammar(question, content)
 }
 
 /// `tools` with each parameter narrowed to the values of the conversation it could take,
@@ -61,8 +109,13 @@ fn grounded(tools: &[ToolDefinition], messages: &[Message]) -> Option<Vec<ToolDe
         documents: conversation_documents(messages),
         zones: conversation_zones(messages),
         texts: conversation_texts(messages),
+        names: conversation_names(messages),
     };
-    if held.documents.is_empty() && held.zones.is_empty() && held.texts.is_empty() {
+    if held.documents.is_empty()
+        && held.zones.is_empty()
+        && held.texts.is_empty()
+        && held.names.is_empty()
+    {
         return None;
     }
     let mut changed = false;
@@ -111,6 +164,7 @@ struct Held {
     documents: Vec<Value>,
     zones: Vec<Value>,
     texts: Vec<Value>,
+    names: Vec<Value>,
 }
 
 impl Held {
@@ -124,6 +178,8 @@ impl Held {
             self.zones.clone()
         } else if takes_text(name) && types.contains(&"string") {
             self.texts.clone()
+        } else if takes_name(name) && types.contains(&"string") {
+            self.names.clone()
         } else {
             let takes = |document: &&Value| match document {
                 Value::Object(_) => types.contains(&"object"),
@@ -185,6 +241,45 @@ fn takes_time_zone(name: &str) -> bool {
 /// Whether a parameter so named takes a text for the tool to work on.
 fn takes_text(name: &str) -> bool {
     matches!(name, "text" | "input" | "content")
+}
+
+/// Whether a parameter so named takes a short name for something the tool makes or finds.
+fn takes_name(name: &str) -> bool {
+    matches!(name, "title" | "name" | "subject" | "label")
+}
+
+/// The names the latest request could give: each run of one to three of its words, without
+/// the marks around them ("titled groceries saying: buy milk." gives "groceries").
+fn conversation_names(messages: &[Message]) -> Vec<Value> {
+    const MAX_NAME_WORDS: usize = 3;
+    let Some(Message::User { text }) = messages
+        .iter()
+        .rev()
+        .find(|message| matches!(message, Message::User { .. }))
+    else {
+        return Vec::new();
+    };
+    let words: Vec<&str> = text
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    if words.len() > MAX_TEXT_WORDS {
+        return Vec::new();
+    }
+    let mut names: Vec<Value> = Vec::new();
+    for start in 0..words.len() {
+        for end in start + 1..=(start + MAX_NAME_WORDS).min(words.len()) {
+            let run = &words[start..end];
+            if run.iter().any(|word| word.is_empty()) {
+                break;
+            }
+            let name = Value::String(run.join(" "));
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    names
 }
 
 /// The texts the latest request could give a tool: its quoted parts; what follows each of
@@ -315,6 +410,11 @@ mod tests {
         }
     }
 
+    /// As through the OpenAI format, which holds answers.
+    fn adapted(request: &ChatRequest) -> Option<ChatRequest> {
+        super::adapted(request, true)
+    }
+
     fn result(content: &str) -> Message {
         Message::ToolResult {
             call_id: "1".into(),
@@ -365,11 +465,75 @@ mod tests {
         let sent = adapted(&request(messages.clone())).expect("an answering round");
         assert_eq!(sent.extra["dry_multiplier"], json!(0.8));
         assert_eq!(sent.messages, messages);
-        assert_eq!(
-            sent.tools,
-            request(messages).tools,
-            "no documents to hold to"
+        assert!(adapted(&request(vec![Message::user("count: a b c")])).is_none());
+    }
+
+    #[test]
+    fn the_answer_to_a_result_states_one_of_its_values_and_offers_no_tools() {
+        let messages = vec![
+            Message::user("What time is it in Tokyo?"),
+            result(r#"{"date": "2026-11-24", "time": "04:02:20"}"#),
+        ];
+        let sent = super::adapted(&request(messages.clone()), false).expect("an answering round");
+        assert!(
+            sent.extra.get("grammar").is_none(),
+            "not through the Anthropic format"
         );
+        let sent = adapted(&request(messages)).expect("an answering round");
+        assert_eq!(
+            sent.extra["grammar"],
+            json!("root ::= \"The time is 04:02:20.\"\n")
+        );
+        assert!(
+            sent.tools.is_empty(),
+            "llama-server refuses a grammar with tools"
+        );
+        assert_eq!(
+            sent.extra["chat_template_kwargs"]["answer_tools"][0]["function"]["name"],
+            json!("json_transform"),
+            "the template still shows the tools offered"
+        );
+
+        let failed = Message::ToolResult {
+            call_id: "1".into(),
+            name: "fetch_rows".into(),
+            content: "invalid arguments: send `time_zone`".into(),
+            is_error: true,
+            images: Vec::new(),
+        };
+        let sent = adapted(&request(vec![Message::user("time in Tokyo?"), failed]))
+            .expect("an answering round");
+        assert!(sent.extra.get("grammar").is_none(), "free to mend its call");
+        assert_eq!(sent.tools.len(), 1);
+    }
+
+    #[test]
+    fn name_parameters_take_runs_of_the_request_words() {
+        let mut request = request(vec![Message::user(
+            "Write a note titled groceries saying: buy milk.",
+        )]);
+        request.tools = vec![ToolDefinition {
+            name: "write_note".into(),
+            description: "Writes a note.".into(),
+            parameters: json!({"type": "object", "required": ["text", "title"], "properties": {
+                "text": {"type": "string"}, "title": {"type": "string"}}}),
+        }];
+        let sent = adapted(&request).expect("narrowed");
+        let titles = sent.tools[0].parameters["properties"]["title"]["enum"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for title in ["groceries", "buy milk", "Write a note"] {
+            assert!(titles.contains(&json!(title)), "{title}: {titles:?}");
+        }
+        for not in [
+            "grocery note",
+            "saying: buy",
+            "milk.",
+            "groceries saying buy milk",
+        ] {
+            assert!(!titles.contains(&json!(not)), "{not}: {titles:?}");
+        }
     }
 
     fn time_tool(parameters: Value) -> ChatRequest {
@@ -461,7 +625,9 @@ mod tests {
             result("g h"),
         ];
         let sent = adapted(&request).expect("narrowed");
-        let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
+        // After a result, the round answers: the tools are shown, not offered.
+        let shown = &sent.extra["chat_template_kwargs"]["answer_tools"][0]["function"];
+        let texts = &shown["parameters"]["properties"]["text"]["enum"];
         assert_eq!(
             texts,
             &json!([
@@ -489,8 +655,11 @@ mod tests {
         request.messages = vec![Message::user(
             "Write a note titled groceries saying: buy milk.",
         )];
+        let sent = adapted(&request).expect("the title held");
         assert!(
-            adapted(&request).is_none(),
+            sent.tools[0].parameters["properties"]["text"]
+                .get("enum")
+                .is_none(),
             "a text the model writes another string after stays free"
         );
 

@@ -4,6 +4,7 @@
 //! `just setup` (scripts/setup-local-llm.sh) builds the server and assembles the weights into
 //! the cache; see `NOTES.md` next to this file for the flags and why they are needed.
 
+mod answer;
 mod ground;
 
 use std::collections::VecDeque;
@@ -17,7 +18,7 @@ use tokio::process::{Child, Command};
 
 use futures::future::BoxFuture;
 
-use super::{ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ChatRequest, ChatResponse, LocalFormat, Provider, ProviderError};
 use crate::process::die_with_parent;
 
 /// The chat template that teaches the base model to call tools (Hermes style, which
@@ -207,12 +208,19 @@ impl LocalServer {
 pub struct LocalModel {
     server: LocalServer,
     provider: Arc<dyn Provider>,
+    /// Whether the answers to tools' results are held to their values: only through the
+    /// OpenAI format, where llama-server takes a grammar (its Anthropic endpoint drops it).
+    holds_answers: bool,
 }
 
 impl LocalModel {
-    /// `provider`, talking to `server`.
-    pub fn new(server: LocalServer, provider: Arc<dyn Provider>) -> Self {
-        Self { server, provider }
+    /// `provider`, talking to `server` in `format`.
+    pub fn new(server: LocalServer, provider: Arc<dyn Provider>, format: LocalFormat) -> Self {
+        Self {
+            server,
+            provider,
+            holds_answers: format == LocalFormat::OpenAi,
+        }
     }
 
     /// The server.
@@ -231,7 +239,7 @@ impl Provider for LocalModel {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        match ground::adapted(request) {
+        match ground::adapted(request, self.holds_answers) {
             Some(request) => Box::pin(async move { self.provider.chat(&request, on_text).await }),
             None => self.provider.chat(request, on_text),
         }

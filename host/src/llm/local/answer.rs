@@ -1,0 +1,293 @@
+//! The local model's answer to a tool's result, held to the values the result holds.
+//!
+//! Answering freely from a result, the 270M model copies numbers wrongly ("689706,486.4865486531"
+//! for 689706.4865324959, "2026-12-24" for 2026-11-24, "51677104" for 51677084) and picks a
+//! value that answers nothing ("The result is 11." for a SHA-256: the byte count). Here its
+//! answer is held, through the server's grammar, to one sentence stating one value of the
+//! result, exactly as the result has it: "The checksum is b94d27b9....", "The time is
+//! 04:02:20.". Where the question names some of the result's fields ("What time ...",
+//! "how many words ..."), only those are offered; the model picks among what is left.
+
+use serde_json::Value;
+
+/// A value longer than this is not offered (the model would have to copy it whole).
+const MAX_VALUE_CHARS: usize = 600;
+
+/// A GBNF grammar for an answer to `question` from a tool's `result`: "The <field> is
+/// <value>." for each field of a JSON object, "The result is <value>." for a plain value,
+/// a list or a text. `None` when the result offers no value to state (an empty result, or
+/// only values too long to copy).
+pub(super) fn grammar(question: &str, result: &str) -> Option<String> {
+    let statements: Vec<String> = narrowed(question, candidates(result))
+        .into_iter()
+        .map(|candidate| candidate.sentence())
+        .collect();
+    if statements.is_empty() {
+        return None;
+    }
+    let choices: Vec<String> = statements.iter().map(|s| literal(s)).collect();
+    Some(format!("root ::= {}\n", choices.join(" | ")))
+}
+
+/// One value the answer may state, and the field it came from.
+#[derive(Debug, PartialEq)]
+struct Candidate {
+    /// The field's name in words ("utc offset"); `None` for the whole result.
+    label: Option<String>,
+    value: String,
+    /// Whether the value lists several.
+    list: bool,
+}
+
+impl Candidate {
+    fn sentence(&self) -> String {
+        let end = if self.value.ends_with(['.', '!', '?']) {
+            ""
+        } else {
+            "."
+        };
+        match &self.label {
+            Some(label) => {
+                let verb = if self.list { "are" } else { "is" };
+                format!("The {label} {verb} {}{end}", self.value)
+            }
+            None => format!("The result is {}{end}", self.value),
+        }
+    }
+}
+
+/// The values of `result` worth stating: each scalar or list field of an object, or the
+/// whole result.
+fn candidates(result: &str) -> Vec<Candidate> {
+    let whole = |value: String, list: bool| Candidate {
+        label: None,
+        value,
+        list,
+    };
+    let Ok(json) = serde_json::from_str::<Value>(result) else {
+        let text = result.trim();
+        return short(text)
+            .then(|| whole(text.to_owned(), false))
+            .into_iter()
+            .collect();
+    };
+    match json {
+        Value::Object(fields) => fields
+            .iter()
+            .filter_map(|(key, value)| {
+                let (label, unit) = label(key);
+                let (value, list) = match value {
+                    Value::Array(items) => (listed(items)?, items.len() > 1),
+                    other => (scalar(other)?, false),
+                };
+                let value = match unit {
+                    Some(unit) => format!("{value} {unit}"),
+                    None => value,
+                };
+                Some(Candidate {
+                    label: Some(label),
+                    value,
+                    list,
+                })
+            })
+            .collect(),
+        Value::Array(items) => listed(&items)
+            .map(|value| whole(value, items.len() > 1))
+            .into_iter()
+            .collect(),
+        other => scalar(&other)
+            .map(|value| whole(value, false))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// A field's name in words, and the unit its last word stands for ("temperature_c" is
+/// "temperature" in °C).
+fn label(key: &str) -> (String, Option<&'static str>) {
+    let words: Vec<String> = key
+        .split(|c: char| c == '_' || c == '-' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let unit = match words.last().map(String::as_str) {
+        Some("c" | "celsius") => Some("°C"),
+        Some("f" | "fahrenheit") => Some("°F"),
+        Some("kmh" | "kph") => Some("km/h"),
+        Some("mph") => Some("mph"),
+        Some("percent" | "pct") => Some("%"),
+        Some("ms") => Some("ms"),
+        _ => None,
+    };
+    match unit {
+        Some(unit) if words.len() > 1 => (words[..words.len() - 1].join(" "), Some(unit)),
+        _ => (words.join(" "), None),
+    }
+}
+
+/// A number as people write it (6912, not 6912.0), a short string, or a truth value.
+fn scalar(value: &Value) -> Option<String> {
+    let text = match value {
+        Value::Number(number) => match number.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => number.to_string(),
+        },
+        Value::String(text) => text.trim().to_owned(),
+        Value::Bool(truth) => truth.to_string(),
+        Value::Null | Value::Array(_) | Value::Object(_) => return None,
+    };
+    short(&text).then_some(text)
+}
+
+/// The items of a list, joined: scalars as they are, objects by their name-like field
+/// (`name`, `title`, `path`, ...; else their first string).
+fn listed(items: &[Value]) -> Option<String> {
+    const NAMES: [&str; 8] = [
+        "name", "title", "path", "word", "match", "id", "value", "text",
+    ];
+    let parts = items
+        .iter()
+        .map(|item| match item {
+            Value::Object(fields) => NAMES
+                .iter()
+                .find_map(|name| fields.get(*name).and_then(Value::as_str))
+                .or_else(|| fields.values().find_map(Value::as_str))
+                .map(str::to_owned),
+            other => scalar(other),
+        })
+        .collect::<Option<Vec<String>>>()?;
+    let joined = parts.join(", ");
+    short(&joined).then_some(joined)
+}
+
+fn short(text: &str) -> bool {
+    !text.is_empty() && text.chars().count() <= MAX_VALUE_CHARS
+}
+
+/// The candidates whose field the question names: every word of the field's name among
+/// the question's words, as written if any, else as a singular or plural ("sentence" for
+/// "sentences"). All of them when the question names none.
+fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let asked = words(question);
+    let named = |same: &dyn Fn(&str, &str) -> bool| -> Vec<usize> {
+        (candidates.iter().enumerate())
+            .filter(|(_, c)| {
+                c.label.as_deref().is_some_and(|label| {
+                    words(label)
+                        .iter()
+                        .all(|w| asked.iter().any(|a| same(a, w)))
+                })
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let mut keep = named(&|a, w| a == w);
+    if keep.is_empty() {
+        keep = named(&|a, w| singular(a) == singular(w));
+    }
+    if keep.is_empty() {
+        return candidates;
+    }
+    (candidates.into_iter().enumerate())
+        .filter(|(i, _)| keep.contains(i))
+        .map(|(_, c)| c)
+        .collect()
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+fn singular(word: &str) -> &str {
+    match word.strip_suffix('s') {
+        Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem,
+        _ => word,
+    }
+}
+
+/// `text` as a GBNF string literal.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_field_is_the_only_choice() {
+        let result = r#"{"date":"2026-11-24","time":"04:02:20","time_zone":"Asia/Tokyo"}"#;
+        assert_eq!(
+            grammar("What time is it in Tokyo?", result).unwrap(),
+            "root ::= \"The time is 04:02:20.\"\n"
+        );
+        let stats = r#"{"words": 9, "unique_words": 8, "sentences": 0}"#;
+        assert_eq!(
+            grammar("How many words are in this sentence: a b", stats).unwrap(),
+            "root ::= \"The words is 9.\"\n"
+        );
+        assert_eq!(
+            grammar("count the sentence in: I came.", stats).unwrap(),
+            "root ::= \"The sentences is 0.\"\n"
+        );
+    }
+
+    #[test]
+    fn every_field_when_the_question_names_none() {
+        let weather = r#"{"condition":"Clear","temperature_c":34.0,"wind_kmh":9.5}"#;
+        assert_eq!(
+            grammar("how hot is it in Cairo?", weather).unwrap(),
+            "root ::= \"The condition is Clear.\" | \"The temperature is 34 °C.\" | \
+             \"The wind is 9.5 km/h.\"\n"
+        );
+    }
+
+    #[test]
+    fn plain_values_lists_and_texts() {
+        assert_eq!(
+            grammar("add 1 and 2", "6912.0").unwrap(),
+            "root ::= \"The result is 6912.\"\n"
+        );
+        assert_eq!(
+            grammar(
+                "what files?",
+                r#"[{"kind":"file","name":"a.csv"},{"kind":"file","name":"b.txt"}]"#
+            )
+            .unwrap(),
+            "root ::= \"The result is a.csv, b.txt.\"\n"
+        );
+        assert_eq!(
+            grammar("show it", "Report\n\n\"Sales\" rose.\n").unwrap(),
+            "root ::= \"The result is Report\\n\\n\\\"Sales\\\" rose.\"\n"
+        );
+        let matches = r#"{"count": 2, "matches": [{"match": "a@b.c"}, {"match": "d@e.f"}]}"#;
+        assert_eq!(
+            grammar("find all email addresses in: ...", matches).unwrap(),
+            "root ::= \"The count is 2.\" | \"The matches are a@b.c, d@e.f.\"\n"
+        );
+    }
+
+    #[test]
+    fn nothing_to_state_leaves_the_answer_free() {
+        assert_eq!(grammar("read it", ""), None);
+        assert_eq!(grammar("read it", &"x".repeat(MAX_VALUE_CHARS + 1)), None);
+        assert_eq!(grammar("read it", r#"{"nested": {"a": 1}}"#), None);
+    }
+}
