@@ -103,13 +103,20 @@ where
             }
         }
         () = &mut shutdown => {
-            if !server.drain(grace).await {
+            let drained = server.drain(grace).await;
+            if !drained {
                 tracing::warn!("calls still running after {grace:?} are cancelled");
             }
-            stop.cancel();
             if let Some(direct) = direct.get() {
-                direct.stop().await;
+                // A call that finished in time may still be writing its answer: stopping
+                // it now would drop that answer.
+                if drained {
+                    direct.finish(grace).await;
+                } else {
+                    direct.stop().await;
+                }
             }
+            stop.cancel();
             let _ = waiting.await;
         }
     }
