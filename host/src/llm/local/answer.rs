@@ -185,13 +185,61 @@ fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
     if keep.is_empty() {
         keep = named(&|a, w| singular(a) == singular(w));
     }
-    if keep.is_empty() {
+    let candidates: Vec<Candidate> = if keep.is_empty() {
+        candidates
+    } else {
+        (candidates.into_iter().enumerate())
+            .filter(|(i, _)| keep.contains(i))
+            .map(|(_, c)| c)
+            .collect()
+    };
+    shaped(&asked, candidates)
+}
+
+/// The candidates whose value has the shape the question asks for, if any has: a clock
+/// time for "time" (mcp-server-time answers "What time is it" with a `datetime` field, next
+/// to a `timezone` one), a date for "date", a number for "how many" or "how much".
+fn shaped(asked: &[String], candidates: Vec<Candidate>) -> Vec<Candidate> {
+    let asks = |word: &str| asked.iter().any(|a| a == word);
+    let how_many = asked
+        .windows(2)
+        .any(|pair| pair[0] == "how" && (pair[1] == "many" || pair[1] == "much"));
+    let shape: fn(&str) -> bool = if asks("time") {
+        has_clock_time
+    } else if asks("date") {
+        has_date
+    } else if how_many {
+        |value: &str| value.parse::<f64>().is_ok()
+    } else {
         return candidates;
+    };
+    if candidates.iter().any(|c| shape(&c.value)) {
+        candidates.into_iter().filter(|c| shape(&c.value)).collect()
+    } else {
+        candidates
     }
-    (candidates.into_iter().enumerate())
-        .filter(|(i, _)| keep.contains(i))
-        .map(|(_, c)| c)
-        .collect()
+}
+
+/// Whether `value` holds a time of day such as "04:02" or "4:02:20".
+fn has_clock_time(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    (1..bytes.len().saturating_sub(2)).any(|colon| {
+        bytes[colon] == b':'
+            && bytes[colon - 1].is_ascii_digit()
+            && bytes[colon + 1].is_ascii_digit()
+            && bytes[colon + 2].is_ascii_digit()
+    })
+}
+
+/// Whether `value` holds a date such as "2026-11-24".
+fn has_date(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    bytes.windows(10).any(|w| {
+        w.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        })
+    })
 }
 
 fn words(text: &str) -> Vec<String> {
@@ -247,6 +295,25 @@ mod tests {
             grammar("count the sentence in: I came.", stats).unwrap(),
             "root ::= \"The sentences is 0.\"\n"
         );
+    }
+
+    #[test]
+    fn a_value_of_the_asked_shape_when_no_field_is_named() {
+        // mcp-server-time's get_current_time.
+        let now = r#"{"timezone": "Asia/Tokyo", "datetime": "2026-11-24T07:32:11+09:00",
+            "day_of_week": "Tuesday", "is_dst": false}"#;
+        assert_eq!(
+            grammar("What time is it in Tokyo?", now).unwrap(),
+            "root ::= \"The datetime is 2026-11-24T07:32:11+09:00.\"\n"
+        );
+        let stats = r#"{"path": "/data/a.txt", "lines": 3}"#;
+        assert_eq!(
+            grammar("how many in /data/a.txt?", stats).unwrap(),
+            "root ::= \"The lines is 3.\"\n"
+        );
+        assert!(has_clock_time("4:02") && has_clock_time("at 04:02:20"));
+        assert!(!has_clock_time("Asia/Tokyo") && !has_clock_time("1:2"));
+        assert!(has_date("2026-11-24T07:32") && !has_date("2026-1-24"));
     }
 
     #[test]
