@@ -15,6 +15,7 @@ use toolhost_tests::conformance::subjects;
 use super::{Stats, Summary, fmt, median, micros, thread_faults};
 
 /// A loaded example component and the call its first `ok` case makes.
+#[derive(Clone)]
 pub struct Loaded {
     pub name: String,
     pub toolbox: Arc<Toolbox>,

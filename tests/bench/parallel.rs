@@ -1,6 +1,7 @@
 //! Calls in parallel: throughput with 1, 2, 4 and 16 calls in flight, and a full pool (more
 //! calls in flight than instance slots: they wait for a slot, and all succeed).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use toolhost::{CallContext, Runtime, RuntimeConfig, Toolbox};
@@ -23,7 +24,7 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
          busy machine lowers the throughput, not this)"
     );
     println!(
-        "{:<24} {:>10} {:>10} {:>10} {:>10} {:>8}",
+        "{:<32} {:>10} {:>10} {:>10} {:>10} {:>8}",
         "component, in flight", "1", "2", "4", "16", "1 -> 2"
     );
     let mut scaling = Vec::new();
@@ -33,35 +34,8 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
             println!("{name:<14} not built (just tools)");
             continue;
         };
-        let mut rates = Vec::new();
-        let mut cpu = Vec::new();
-        for in_flight in IN_FLIGHT {
-            let run = Duration::from_secs_f64(seconds);
-            // Warm as many instance slots as will be used before measuring.
-            throughput(component, in_flight, run / 5).await?;
-            let (rate, cpu_per_call) = throughput(component, in_flight, run).await?;
-            rates.push(rate);
-            cpu.push(cpu_per_call);
-        }
-        let one_to_two = rates[1] / rates[0];
-        println!(
-            "{:<24} {:>10} {:>10} {:>10} {:>10} {:>7.2}x",
-            format!("{name}, calls/s"),
-            format!("{:.0}", rates[0]),
-            format!("{:.0}", rates[1]),
-            format!("{:.0}", rates[2]),
-            format!("{:.0}", rates[3]),
-            one_to_two
-        );
-        println!(
-            "{:<24} {:>10} {:>10} {:>10} {:>10}",
-            "  CPU per call",
-            fmt(cpu[0]),
-            fmt(cpu[1]),
-            fmt(cpu[2]),
-            fmt(cpu[3]),
-        );
-        contention = contention.max(ratio(cpu[1], cpu[0]));
+        let (one_to_two, cpu_ratio) = row(name, component, seconds).await?;
+        contention = contention.max(cpu_ratio);
         let key = if name == "calculator" {
             "rust"
         } else {
@@ -73,11 +47,69 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
         );
         scaling.push(one_to_two);
     }
+    // With a spare instance, one call in flight already keeps two cores busy (the call, and
+    // the next call's instance made on the other): the same component without spares shows
+    // how calls in parallel contend.
+    if let Some(component) = loaded.iter().find(|c| c.name == "text-python") {
+        let runtime = Runtime::new(RuntimeConfig {
+            spare_instances: 0,
+            ..RuntimeConfig::default()
+        })?;
+        let toolbox = Toolbox::builder(&runtime)
+            .component(component.config.clone())
+            .build()
+            .await?;
+        toolbox.prepare().await?;
+        let unspared = Loaded {
+            toolbox: Arc::new(toolbox),
+            ..component.clone()
+        };
+        let (one_to_two, _) = row("text-python, no spares", &unspared, 2.0).await?;
+        summary.add(
+            "python_no_spares_parallel_1_to_2",
+            format!("{one_to_two:.2}"),
+        );
+    }
     if let Some(worst) = scaling.iter().copied().reduce(f64::min) {
         summary.add("parallel_1_to_2", format!("{worst:.2}"));
         summary.add("parallel_cpu_per_call_2_over_1", format!("{contention:.2}"));
     }
     full_pool(loaded, summary).await
+}
+
+/// Prints the throughput and CPU time per call of `component` at each number of calls in
+/// flight, each for `seconds`; returns the ratios from 1 to 2 of the throughput and of the
+/// CPU time per call.
+async fn row(name: &str, component: &Loaded, seconds: f64) -> anyhow::Result<(f64, f64)> {
+    let mut rates = Vec::new();
+    let mut cpu = Vec::new();
+    for in_flight in IN_FLIGHT {
+        let run = Duration::from_secs_f64(seconds);
+        // Warm as many instance slots as will be used before measuring.
+        throughput(component, in_flight, run / 5).await?;
+        let (rate, cpu_per_call) = throughput(component, in_flight, run).await?;
+        rates.push(rate);
+        cpu.push(cpu_per_call);
+    }
+    let one_to_two = rates[1] / rates[0];
+    println!(
+        "{:<32} {:>10} {:>10} {:>10} {:>10} {:>7.2}x",
+        format!("{name}, calls/s"),
+        format!("{:.0}", rates[0]),
+        format!("{:.0}", rates[1]),
+        format!("{:.0}", rates[2]),
+        format!("{:.0}", rates[3]),
+        one_to_two
+    );
+    println!(
+        "{:<32} {:>10} {:>10} {:>10} {:>10}",
+        "  CPU per call",
+        fmt(cpu[0]),
+        fmt(cpu[1]),
+        fmt(cpu[2]),
+        fmt(cpu[3]),
+    );
+    Ok((one_to_two, ratio(cpu[1], cpu[0])))
 }
 
 /// Calls per second with `in_flight` calls at all times, for about `run`, and the process's
