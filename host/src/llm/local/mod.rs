@@ -6,6 +6,7 @@
 
 mod answer;
 mod ground;
+mod held;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
