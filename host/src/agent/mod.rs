@@ -64,7 +64,7 @@ mod error;
 mod execute;
 mod guard;
 mod run;
-mod select;
+pub(crate) mod select;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};

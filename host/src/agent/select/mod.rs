@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::Message;
 use crate::{Catalog, ToolSpec};
 
-mod words;
+pub(crate) mod words;
 
 use words::{
     JSON, PLACE, for_each_implied, for_each_inflected, for_each_word, parameter_text,

@@ -311,7 +311,7 @@ pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
 }
 
 /// A crude English stem: enough that a word and its plural, past and -ing forms meet.
-fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let mut w = word.to_owned();
     if w.len() <= 3 || !w.is_ascii() {
         return w;

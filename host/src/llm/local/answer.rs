@@ -10,6 +10,8 @@
 
 use serde_json::Value;
 
+use crate::agent::select::words::stem;
+
 /// A value longer than this is not offered (the model would have to copy it whole).
 const MAX_VALUE_CHARS: usize = 600;
 
@@ -165,7 +167,7 @@ fn short(text: &str) -> bool {
 }
 
 /// The candidates whose field the question names: every word of the field's name among
-/// the question's words, as written if any, else as a singular or plural ("sentence" for
+/// the question's words, as written if any, else with the same stem ("sentence" for
 /// "sentences"). All of them when the question names none.
 fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
     let asked = words(question);
@@ -183,7 +185,7 @@ fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
     };
     let mut keep = named(&|a, w| a == w);
     if keep.is_empty() {
-        keep = named(&|a, w| singular(a) == singular(w));
+        keep = named(&|a, w| stem(a) == stem(w));
     }
     let candidates: Vec<Candidate> = if keep.is_empty() {
         candidates
@@ -247,13 +249,6 @@ fn words(text: &str) -> Vec<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
-}
-
-fn singular(word: &str) -> &str {
-    match word.strip_suffix('s') {
-        Some(stem) if stem.len() > 2 && !stem.ends_with('s') => stem,
-        _ => word,
-    }
 }
 
 /// `text` as a GBNF string literal.
