@@ -47,21 +47,15 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
         );
         scaling.push(one_to_two);
     }
-    // With a spare instance, one call in flight already keeps two cores busy (the call, and
-    // the next call's instance made on the other): the same component without spares shows
-    // how calls in parallel contend.
+    // Spare instances are made on the other core: the same component without them tells the
+    // calls' contention with each other from the spares' own work.
     if let Some(component) = loaded.iter().find(|c| c.name == "text-python") {
         let runtime = Runtime::new(RuntimeConfig {
             spare_instances: 0,
             ..RuntimeConfig::default()
         })?;
-        let toolbox = Toolbox::builder(&runtime)
-            .component(component.config.clone())
-            .build()
-            .await?;
-        toolbox.prepare().await?;
         let unspared = Loaded {
-            toolbox: Arc::new(toolbox),
+            toolbox: Arc::new(loaded_in(&runtime, component).await?),
             ..component.clone()
         };
         let (one_to_two, _) = row("text-python, no spares", &unspared, 2.0).await?;
@@ -165,11 +159,7 @@ async fn full_pool(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<(
         max_concurrent_calls: SLOTS,
         ..RuntimeConfig::default()
     })?;
-    let toolbox = Toolbox::builder(&runtime)
-        .component(component.config.clone())
-        .build()
-        .await?;
-    toolbox.prepare().await?;
+    let toolbox = loaded_in(&runtime, component).await?;
     let Some(source) = toolbox.components().next().cloned() else {
         return Ok(());
     };
@@ -214,4 +204,14 @@ async fn full_pool(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<(
     }
     summary.add("full_pool_ok", format!("{succeeded}/{CALLS}"));
     Ok(())
+}
+
+/// `component` loaded again in `runtime`, its code ready.
+async fn loaded_in(runtime: &Runtime, component: &Loaded) -> anyhow::Result<Toolbox> {
+    let toolbox = Toolbox::builder(runtime)
+        .component(component.config.clone())
+        .build()
+        .await?;
+    toolbox.prepare().await?;
+    Ok(toolbox)
 }
