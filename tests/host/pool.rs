@@ -114,3 +114,22 @@ async fn a_call_that_waits_past_its_timeout_says_it_never_started() {
         .expect("a free slot");
     assert_eq!(output.text, "1");
 }
+
+/// A loop of calls that never wait (each finishes at its first poll, so the loop never
+/// yields) leaves no pile of deferred work: dropping the calls' stores and making the next
+/// call's spare instance take at most a few tasks, not one per call (measured before the
+/// bound: +107 MB over 300,000 calculator calls).
+#[tokio::test]
+async fn calls_that_never_wait_leave_no_pile_of_tasks() {
+    let runtime = runtime_with_slots(100);
+    let toolbox = misbehave(&runtime, LimitsConfig::default()).await;
+    let context = CallContext::default();
+    for _ in 0..200 {
+        let output = toolbox.call("count", "{}", &context).await.expect("count");
+        assert_eq!(output.text, "1");
+    }
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    assert!(tasks <= 3, "{tasks} tasks left behind by 200 calls");
+}
