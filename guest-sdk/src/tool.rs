@@ -129,7 +129,8 @@ impl Tool {
         R: Serialize + JsonSchema,
         F: Fn(A, &CallContext) -> Result<R, ToolError> + 'static,
     {
-        let nothing = returns_nothing::<R>();
+        // Nothing here builds a schema: the component makes its tools at every call, and a
+        // schema costs about a microsecond each.
         let handler = move |arguments: &str, context: &CallContext| {
             let args: A = serde_json::from_str(arguments).map_err(|error| {
                 let schema = schema_for::<A>().to_value();
@@ -138,11 +139,7 @@ impl Tool {
                     example_arguments(&schema)
                 ))
             })?;
-            let result = function(args, context)?;
-            if nothing {
-                return Ok(String::new());
-            }
-            render_result(&result)
+            render_result(&function(args, context)?)
         };
         Self {
             name: name.to_owned(),
@@ -264,9 +261,12 @@ fn example_arguments(schema: &serde_json::Value) -> String {
     text
 }
 
-fn render_result<R: Serialize>(result: &R) -> Result<String, ToolError> {
+/// The result as the host receives it: a string as plain text, "nothing" (`()`, a unit struct)
+/// as no text at all, anything else as JSON (an `Option` that is `None` as `null`).
+fn render_result<R: Serialize + JsonSchema>(result: &R) -> Result<String, ToolError> {
     match serde_json::to_value(result) {
         Ok(serde_json::Value::String(text)) => Ok(text),
+        Ok(serde_json::Value::Null) if returns_nothing::<R>() => Ok(String::new()),
         Ok(value) => Ok(value.to_string()),
         Err(error) => Err(ToolError::failed(format_args!(
             "the result could not be serialized: {error}"
