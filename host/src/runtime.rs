@@ -270,12 +270,27 @@ fn pooling_config(instances: u32) -> PoolingAllocationConfig {
     // page: most of a small call's cost). Where the kernel can report which pages were
     // written (PAGEMAP_SCAN, Linux 6.7+), only those are restored, and pages stay resident.
     // Without it, keeping pages resident would mean a memset of the whole region per call.
-    if PoolingAllocationConfig::is_pagemap_scan_available() {
+    //
+    // Not with swap: wasmtime 48's scan only resets written pages that are present, so a
+    // written page the kernel swapped out would keep what the last call left in it, for the
+    // next instance in that slot to read (wasmtime PR #14357). madvise has no such gap.
+    if PoolingAllocationConfig::is_pagemap_scan_available() && !swap_is_on() {
         pool.pagemap_scan(Enabled::Yes)
             .linear_memory_keep_resident(64 << 20)
             .table_keep_resident(1 << 20);
     }
     pool
+}
+
+/// Whether the kernel may swap this process's memory out: a swap area is active, or the
+/// list of them cannot be read (then it is safer to assume one).
+fn swap_is_on() -> bool {
+    std::fs::read_to_string("/proc/swaps").map_or(true, |swaps| lists_a_swap_area(&swaps))
+}
+
+/// Whether `/proc/swaps` text lists an area under its header line.
+fn lists_a_swap_area(swaps: &str) -> bool {
+    swaps.lines().skip(1).any(|line| !line.trim().is_empty())
 }
 
 /// Advances the engine's epoch every `tick` on a thread of its own, until `stop` is set.
@@ -290,4 +305,22 @@ fn start_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> anyhow
         })
         .context("cannot start the epoch thread")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lists_a_swap_area;
+
+    #[test]
+    fn swap_areas_are_read_from_proc_swaps() {
+        let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
+        assert!(!lists_a_swap_area(header));
+        assert!(!lists_a_swap_area(""));
+        assert!(lists_a_swap_area(&format!(
+            "{header}/swapfile                               file\t\t1048572\t\t0\t\t-2\n"
+        )));
+        assert!(lists_a_swap_area(&format!(
+            "{header}/dev/zram0                              partition\t4194300\t\t0\t\t100\n"
+        )));
+    }
 }
