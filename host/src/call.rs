@@ -318,9 +318,10 @@ pub(crate) async fn call_tool(
 
 /// Waits for a free instance slot, instantiates the component in a fresh store (or takes
 /// `spare`'s, and leaves the teardown to it) and runs `body` on it under the sandbox's limits;
-/// the wall-clock timeout counts from the start of the wait. Returns the body's result (or why there is none) and the captured stdout and
-/// stderr. A tool's own error (`tool-error`) counts as a result here; a denied capability
-/// turns it into [`CallError::CapabilityDenied`].
+/// the wall-clock timeout counts from the start of the wait. Returns the body's result (or
+/// why there is none) and the captured stdout and stderr. A tool's own error (`tool-error`)
+/// counts as a result here; a denied capability turns it into
+/// [`CallError::CapabilityDenied`].
 async fn run<R>(
     runtime: &Runtime,
     pre: &ToolboxPre<StoreState>,

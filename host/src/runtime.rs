@@ -252,8 +252,8 @@ pub(crate) struct SpareSlot {
 /// Slots for `instances` component instances (calls and spares). Components from language
 /// runtimes (Python, JavaScript) have dozens of core instances and large function tables,
 /// hence the margins: [`Runtime::call_slot`] and [`Runtime::spare_slot`] share out the
-/// instances, and nothing else of the pool should run out first. Core instances are only counted (nothing is reserved for them); the
-/// componentize-py component has 64.
+/// instances, and nothing else of the pool should run out first. Core instances are only
+/// counted (nothing is reserved for them); the componentize-py component has 64.
 fn pooling_config(instances: u32) -> PoolingAllocationConfig {
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(instances)
@@ -274,7 +274,9 @@ fn pooling_config(instances: u32) -> PoolingAllocationConfig {
     // Not with swap: wasmtime 48's scan only resets written pages that are present, so a
     // written page the kernel swapped out would keep what the last call left in it, for the
     // next instance in that slot to read (wasmtime PR #14357). madvise has no such gap.
-    if PoolingAllocationConfig::is_pagemap_scan_available() && !swap_is_on() {
+    if PoolingAllocationConfig::is_pagemap_scan_available()
+        && nothing_swaps(std::fs::read_to_string("/proc/swaps").ok().as_deref())
+    {
         pool.pagemap_scan(Enabled::Yes)
             .linear_memory_keep_resident(64 << 20)
             .table_keep_resident(1 << 20);
@@ -282,15 +284,11 @@ fn pooling_config(instances: u32) -> PoolingAllocationConfig {
     pool
 }
 
-/// Whether the kernel may swap this process's memory out: a swap area is active, or the
-/// list of them cannot be read (then it is safer to assume one).
-fn swap_is_on() -> bool {
-    std::fs::read_to_string("/proc/swaps").map_or(true, |swaps| lists_a_swap_area(&swaps))
-}
-
-/// Whether `/proc/swaps` text lists an area under its header line.
-fn lists_a_swap_area(swaps: &str) -> bool {
-    swaps.lines().skip(1).any(|line| !line.trim().is_empty())
+/// Whether, by the text of `/proc/swaps`, the kernel cannot swap this process's memory out:
+/// the list has no area under its header line. A list that could not be read (`None`) counts
+/// as swap, the safe side.
+fn nothing_swaps(swaps: Option<&str>) -> bool {
+    swaps.is_some_and(|swaps| swaps.lines().skip(1).all(|line| line.trim().is_empty()))
 }
 
 /// Advances the engine's epoch every `tick` on a thread of its own, until `stop` is set.
@@ -309,18 +307,18 @@ fn start_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> anyhow
 
 #[cfg(test)]
 mod tests {
-    use super::lists_a_swap_area;
+    use super::nothing_swaps;
 
     #[test]
-    fn swap_areas_are_read_from_proc_swaps() {
+    fn memory_is_reset_by_scan_only_when_proc_swaps_lists_no_area() {
         let header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
-        assert!(!lists_a_swap_area(header));
-        assert!(!lists_a_swap_area(""));
-        assert!(lists_a_swap_area(&format!(
-            "{header}/swapfile                               file\t\t1048572\t\t0\t\t-2\n"
-        )));
-        assert!(lists_a_swap_area(&format!(
-            "{header}/dev/zram0                              partition\t4194300\t\t0\t\t100\n"
-        )));
+        assert!(nothing_swaps(Some(header)));
+        assert!(nothing_swaps(Some("")));
+        let file = "/swapfile                               file\t\t1048572\t\t0\t\t-2\n";
+        assert!(!nothing_swaps(Some(&format!("{header}{file}"))));
+        let zram = "/dev/zram0                              partition\t4194300\t\t0\t\t100\n";
+        assert!(!nothing_swaps(Some(&format!("{header}{zram}"))));
+        // Unreadable: assume swap.
+        assert!(!nothing_swaps(None));
     }
 }
