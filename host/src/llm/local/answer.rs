@@ -32,12 +32,12 @@ pub(super) fn grammar(question: &str, result: &str) -> Option<String> {
 }
 
 /// One value the answer may state, and the field it came from.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 struct Candidate {
     /// The field's name in words ("utc offset"); `None` for the whole result.
     label: Option<String>,
     value: String,
-    /// Whether the value lists several.
+    /// Whether the value lists several (only said of a field: "The results are ...").
     list: bool,
 }
 
@@ -61,15 +61,15 @@ impl Candidate {
 /// The values of `result` worth stating: each scalar or list field of an object, or the
 /// whole result.
 fn candidates(result: &str) -> Vec<Candidate> {
-    let whole = |value: String, list: bool| Candidate {
+    let whole = |value: String| Candidate {
         label: None,
         value,
-        list,
+        list: false,
     };
     let Ok(json) = serde_json::from_str::<Value>(result) else {
         let text = result.trim();
         return short(text)
-            .then(|| whole(text.to_owned(), false))
+            .then(|| whole(text.to_owned()))
             .into_iter()
             .collect();
     };
@@ -93,14 +93,8 @@ fn candidates(result: &str) -> Vec<Candidate> {
                 })
             })
             .collect(),
-        Value::Array(items) => listed(&items)
-            .map(|value| whole(value, items.len() > 1))
-            .into_iter()
-            .collect(),
-        other => scalar(&other)
-            .map(|value| whole(value, false))
-            .into_iter()
-            .collect(),
+        Value::Array(items) => listed(&items).map(whole).into_iter().collect(),
+        other => scalar(&other).map(whole).into_iter().collect(),
     }
 }
 

@@ -8,13 +8,22 @@
 use serde_json::{Map, Value, json};
 
 use super::held::{Held, takes_text, types};
-use crate::llm::{ChatRequest, Message, ToolDefinition};
+use crate::llm::{ChatRequest, Message, ToolDefinition, openai};
 
 /// `request` as the local model gets it, or `None` when that is `request` itself; with
 /// `hold_answers`, an answer to a tool's result is held to the result's values.
 pub(super) fn adapted(request: &ChatRequest, hold_answers: bool) -> Option<ChatRequest> {
     let answering = matches!(request.messages.last(), Some(Message::ToolResult { .. }));
-    let tools = grounded(&request.tools, &request.messages);
+    let grammar = if hold_answers {
+        answer_grammar(&request.messages)
+    } else {
+        None
+    };
+    // A round held to an answer offers no tools: nothing to narrow then.
+    let tools = match grammar {
+        Some(_) => None,
+        None => grounded(&request.tools, &request.messages),
+    };
     if !answering && tools.is_none() {
         return None;
     }
@@ -32,25 +41,18 @@ pub(super) fn adapted(request: &ChatRequest, hold_answers: bool) -> Option<ChatR
     if let Some(tools) = tools {
         adapted.tools = tools;
     }
-    if let Some(grammar) = answer_grammar(&request.messages).filter(|_| hold_answers) {
+    if let Some(grammar) = grammar {
         // The answer, held to the result's values. llama-server refuses a grammar with
         // tools, so this round offers none; the chat template still shows the model the
-        // tools it saw, from `answer_tools`, so that the prompt (and the server's cache of
-        // it) stays as it was.
-        let shown: Vec<Value> = (adapted.tools.drain(..))
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                }})
-            })
-            .collect();
+        // tools it saw (by name, description and parameter names), from `answer_tools`, so
+        // that the prompt (and the server's cache of it) stays as it was.
+        let shown: Vec<_> = request.tools.iter().map(openai::offered).collect();
         adapted.extra.insert("grammar".to_owned(), json!(grammar));
         adapted.extra.insert(
             "chat_template_kwargs".to_owned(),
             json!({ "answer_tools": shown }),
         );
+        adapted.tools.clear();
     }
     Some(adapted)
 }
@@ -286,6 +288,25 @@ mod tests {
             .expect("an answering round");
         assert!(sent.extra.get("grammar").is_none(), "free to mend its call");
         assert_eq!(sent.tools.len(), 1);
+
+        let both = vec![
+            Message::user("What time is it in Tokyo and in Lima?"),
+            result(r#"{"time": "04:02:20"}"#),
+            result(r#"{"time": "14:02:20"}"#),
+        ];
+        let sent = adapted(&request(both)).expect("an answering round");
+        assert!(
+            sent.extra.get("grammar").is_none() && sent.tools.len() == 1,
+            "several results at once: the answer may need both"
+        );
+        let nothing = vec![Message::user("Delete the draft."), result("")];
+        let sent = adapted(&request(nothing)).expect("an answering round");
+        assert!(
+            sent.extra.get("grammar").is_none()
+                && sent.extra.get("chat_template_kwargs").is_none()
+                && sent.tools.len() == 1,
+            "a result with no value to state holds nothing"
+        );
     }
 
     #[test]
@@ -405,10 +426,9 @@ mod tests {
             Message::user("and the words of: e f"),
             result("g h"),
         ];
-        let sent = adapted(&request).expect("narrowed");
-        // After a result, the round answers: the tools are shown, not offered.
-        let shown = &sent.extra["chat_template_kwargs"]["answer_tools"][0]["function"];
-        let texts = &shown["parameters"]["properties"]["text"]["enum"];
+        // Without answers held (the Anthropic format), the tools are offered after a result.
+        let sent = super::adapted(&request, false).expect("narrowed");
+        let texts = &sent.tools[0].parameters["properties"]["text"]["enum"];
         assert_eq!(
             texts,
             &json!([

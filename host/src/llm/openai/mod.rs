@@ -15,7 +15,7 @@ use super::wire::{
 };
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
-    Usage,
+    ToolDefinition, Usage,
 };
 use schema::{
     Chunk, Completion, FunctionDefinition, FunctionName, FunctionType, Request,
@@ -71,18 +71,7 @@ impl WireFormat for OpenAi {
     }
 
     fn body<'a>(model: &'a str, request: &'a ChatRequest) -> impl Serialize + 'a {
-        let tools: Vec<Tool<'a>> = request
-            .tools
-            .iter()
-            .map(|tool| Tool {
-                kind: FunctionType::Function,
-                function: FunctionDefinition {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect();
+        let tools: Vec<Tool<'a>> = request.tools.iter().map(offered).collect();
         Request {
             model,
             messages: request.messages.iter().map(message).collect(),
@@ -239,6 +228,18 @@ fn arguments_text(value: Value, path: &str) -> Result<String, WireError> {
             excerpt(&other.to_string())
         )
         .into()),
+    }
+}
+
+/// `tool` as an OpenAI request offers it: `{"type": "function", "function": {...}}`.
+pub(in crate::llm) fn offered(tool: &ToolDefinition) -> Tool<'_> {
+    Tool {
+        kind: FunctionType::Function,
+        function: FunctionDefinition {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+        },
     }
 }
 

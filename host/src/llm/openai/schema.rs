@@ -62,7 +62,7 @@ pub(super) enum RequestMessage<'a> {
 /// The only kind of tool (and tool call) there is: `"type": "function"`.
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub(super) enum FunctionType {
+pub(in crate::llm) enum FunctionType {
     Function,
 }
 
@@ -83,14 +83,14 @@ pub(super) struct RequestFunctionCall<'a> {
 
 /// A tool offered.
 #[derive(Debug, Serialize)]
-pub(super) struct Tool<'a> {
+pub(in crate::llm) struct Tool<'a> {
     #[serde(rename = "type")]
     pub kind: FunctionType,
     pub function: FunctionDefinition<'a>,
 }
 
 #[derive(Debug, Serialize)]
-pub(super) struct FunctionDefinition<'a> {
+pub(in crate::llm) struct FunctionDefinition<'a> {
     pub name: &'a str,
     pub description: &'a str,
     pub parameters: &'a Value,
