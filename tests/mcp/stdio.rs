@@ -179,11 +179,19 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
 }
 
 /// A `tools/call` without `_meta` is served on a path of its own, one with `_meta` by rmcp's
-/// handler: a client must not be able to tell them apart.
+/// handler (the direct path says so at debug level): a client must not be able to tell them
+/// apart.
 #[tokio::test]
 async fn a_call_answers_the_same_with_and_without_meta() {
     let manifest = TestManifest::create();
-    let mut server = StdioServer::start(&[manifest.arg()]).await;
+    let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
+    let served_directly = |id: &Value| format!("tools/call served directly id={id}");
+    // The direct path is set up once the session has begun: one call first.
+    let warm = server
+        .request("tools/call", json!({ "name": "cube_root" }))
+        .await;
+    server.stderr.wait_for(&served_directly(&warm["id"])).await;
+    let mut through_rmcp = Vec::new();
     let calls = [
         json!({ "name": "square_root", "arguments": { "x": 475695037565u64 } }),
         json!({ "name": "add", "arguments": { "a": 1, "b": "two" } }),
@@ -199,12 +207,30 @@ async fn a_call_answers_the_same_with_and_without_meta() {
             if let Some(meta) = meta {
                 params["_meta"] = meta;
             }
+            let meta = params.get("_meta").is_some();
             server.notifications.clear();
             let mut answer = server.request("tools/call", params).await;
-            answer.as_object_mut().unwrap().remove("id");
+            let id = answer.as_object_mut().unwrap().remove("id").unwrap();
+            if meta {
+                through_rmcp.push(id);
+            } else {
+                server.stderr.wait_for(&served_directly(&id)).await;
+            }
             answers.push((answer, server.notifications.clone()));
         }
         assert_eq!(answers[0], answers[1], "{params}");
+    }
+    // Lines are logged in order: once the last call's line is there, so would the others'.
+    let last = server
+        .request("tools/call", json!({ "name": "cube_root" }))
+        .await;
+    server.stderr.wait_for(&served_directly(&last["id"])).await;
+    let log = server.stderr.text();
+    for id in through_rmcp {
+        assert!(
+            !log.contains(&served_directly(&id)),
+            "the call {id} with `_meta` went the direct way"
+        );
     }
 }
 

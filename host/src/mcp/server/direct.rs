@@ -15,7 +15,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -29,10 +28,11 @@ use rmcp::model::{
 use rmcp::service::TxJsonRpcMessage;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncWrite, AsyncWriteExt as _};
+use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::stdio::{encode_line, write_lines};
 use super::{McpServer, ToolCall, lock};
 
 /// A `tools/call` request line, borrowed from the line.
@@ -60,14 +60,6 @@ struct CallParams<'a> {
 /// The `tools/call` requests of one stdio session that are served here.
 pub(super) struct DirectCalls<W> {
     shared: Arc<Shared<W>>,
-}
-
-impl<W> Clone for DirectCalls<W> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: self.shared.clone(),
-        }
-    }
 }
 
 struct Shared<W> {
@@ -111,6 +103,11 @@ where
         let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else {
             return false;
         };
+        if call.jsonrpc != "2.0" || call.method != "tools/call" {
+            return false;
+        }
+        // The arguments as the client wrote them (through rmcp, a tool gets them written
+        // again from a map, with the keys sorted).
         let arguments = match call.params.arguments {
             // rmcp takes arguments only as an object.
             Some(raw) if !raw.get().starts_with('{') => return false,
@@ -118,9 +115,7 @@ where
             // Clients may leave `arguments` out for a tool that takes none.
             None => "{}".to_owned(),
         };
-        if call.jsonrpc != "2.0" || call.method != "tools/call" {
-            return false;
-        }
+        tracing::debug!(id = %call.id, "tools/call served directly");
         let name = call.params.name.into_owned();
         let id = call.id;
         let cancelled = self.shared.stop.child_token();
@@ -194,7 +189,7 @@ where
         let call = ToolCall {
             id: &id,
             name: &name,
-            arguments: Cow::Owned(arguments),
+            arguments: &arguments,
             context: self.server.context(&id, &Default::default()),
             level: self.server.level(),
             cancelled: &cancelled,
@@ -238,17 +233,7 @@ where
 }
 
 fn push_line(lines: &mut Vec<u8>, message: &TxJsonRpcMessage<RoleServer>) {
-    match serde_json::to_writer(&mut *lines, message) {
-        Ok(()) => lines.push(b'\n'),
-        Err(error) => tracing::error!("cannot write a message as JSON: {error}"),
+    if let Err(error) = encode_line(lines, message) {
+        tracing::error!("cannot write a message as JSON: {error}");
     }
-}
-
-async fn write_lines<W: AsyncWrite + Unpin>(
-    output: &tokio::sync::Mutex<W>,
-    lines: &[u8],
-) -> io::Result<()> {
-    let mut output = output.lock().await;
-    output.write_all(lines).await?;
-    output.flush().await
 }

@@ -35,7 +35,6 @@ mod http;
 mod stdio;
 mod tools;
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -169,11 +168,10 @@ impl McpServer {
                 })
                 .collect()
         };
-        let call_id = match id {
-            RequestId::Number(number) => number.to_string(),
-            RequestId::String(text) => text.to_string(),
-        };
-        CallContext { call_id, values }
+        CallContext {
+            call_id: id.to_string(),
+            values,
+        }
     }
 
     /// The least level of the logging notifications this session's client wants.
@@ -217,7 +215,7 @@ impl McpServer {
         let outcome = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => None,
-            result = self.shared.host.toolbox().call(name, &call.arguments, &call.context) => {
+            result = self.shared.host.toolbox().call(name, call.arguments, &call.context) => {
                 Some(result)
             }
         };
@@ -271,7 +269,7 @@ struct ToolCall<'a> {
     id: &'a RequestId,
     name: &'a str,
     /// The arguments, a JSON object as text (`{}` when the client left them out).
-    arguments: Cow<'a, str>,
+    arguments: &'a str,
     context: CallContext,
     /// The least level of the logging notifications the client wants.
     level: LoggingLevel,
@@ -404,7 +402,7 @@ impl ServerHandler for McpServer {
         let call = ToolCall {
             id: &cx.id,
             name: &request.name,
-            arguments: Cow::Owned(arguments),
+            arguments: &arguments,
             context: self.context(&cx.id, &cx.meta),
             level: cx.meta.log_level().unwrap_or_else(|| self.level()),
             cancelled: &cx.ct,

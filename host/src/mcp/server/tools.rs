@@ -144,6 +144,7 @@ impl Served {
         // The text is the same JSON as `structuredContent`, as MCP asks: a client that
         // shows one of them shows the same thing.
         let (structured, text) = if output.wrapped {
+            let structured = json!({ "result": value });
             // The tool's own JSON text, checked above, inside the wrapper: the same JSON
             // without writing the value out again.
             let text = if from_text {
@@ -154,9 +155,9 @@ impl Served {
                 text.push('}');
                 text
             } else {
-                json!({ "result": &value }).to_string()
+                structured.to_string()
             };
-            (json!({ "result": value }), text)
+            (structured, text)
         } else {
             (value, text)
         };
