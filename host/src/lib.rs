@@ -52,6 +52,7 @@ pub mod sandbox;
 pub mod source;
 mod spare;
 mod spec;
+mod text;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};

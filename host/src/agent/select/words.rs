@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::PARAMETER_WEIGHT;
 use crate::llm::documents;
+use crate::text::{stem, words};
 
 /// The kinds of values a request can hold and a required parameter can take, as the words
 /// that stand for them in the index (no real word starts with a control character).
@@ -282,11 +283,7 @@ pub(super) fn for_each_inflected(text: &str, mut f: impl FnMut(String)) {
 /// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
 /// of both also split where letters meet digits, common words left out, each stemmed.
 pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
-    for token in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-    {
-        let token = token.to_lowercase();
+    for token in words(text) {
         let mut emit = |word: &str| {
             if !STOP_WORDS.contains(&word) {
                 f(stem(word));
@@ -308,43 +305,6 @@ pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
             emit(&token[start..]);
         }
     }
-}
-
-/// A crude English stem: enough that a word and its plural, past and -ing forms meet.
-pub(crate) fn stem(word: &str) -> String {
-    let mut w = word.to_owned();
-    if w.len() <= 3 || !w.is_ascii() {
-        return w;
-    }
-    if w.ends_with("ies") && w.len() > 4 {
-        w.truncate(w.len() - 3);
-        w.push('y');
-    } else if ["sses", "ches", "shes", "xes", "zes"]
-        .iter()
-        .any(|s| w.ends_with(s))
-    {
-        w.truncate(w.len() - 2);
-    } else if w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        w.pop();
-    }
-    if w.len() > 5 && w.ends_with("ing") {
-        w.truncate(w.len() - 3);
-    } else if w.len() > 4 && w.ends_with("ed") && !w.ends_with("eed") {
-        w.truncate(w.len() - 2);
-    }
-    if w.len() > 3 && w.ends_with('e') {
-        w.pop();
-    }
-    // "running" -> "runn" -> "run"
-    let bytes = w.as_bytes();
-    if w.len() > 3
-        && bytes[bytes.len() - 1] == bytes[bytes.len() - 2]
-        && !b"lsz".contains(&bytes[bytes.len() - 1])
-        && !bytes[bytes.len() - 1].is_ascii_digit()
-    {
-        w.pop();
-    }
-    w
 }
 
 /// Words that say nothing about which tool fits (English function words, and the words of

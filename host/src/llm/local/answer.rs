@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::agent::select::words::stem;
+use crate::text::{stem, words};
 
 /// A value longer than this is not offered (the model would have to copy it whole).
 const MAX_VALUE_CHARS: usize = 600;
@@ -164,15 +164,13 @@ fn short(text: &str) -> bool {
 /// the question's words, as written if any, else with the same stem ("sentence" for
 /// "sentences"). All of them when the question names none.
 fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
-    let asked = words(question);
+    let asked: Vec<String> = words(question).collect();
     let named = |same: &dyn Fn(&str, &str) -> bool| -> Vec<usize> {
         (candidates.iter().enumerate())
             .filter(|(_, c)| {
-                c.label.as_deref().is_some_and(|label| {
-                    words(label)
-                        .iter()
-                        .all(|w| asked.iter().any(|a| same(a, w)))
-                })
+                c.label
+                    .as_deref()
+                    .is_some_and(|label| words(label).all(|w| asked.iter().any(|a| same(a, &w))))
             })
             .map(|(i, _)| i)
             .collect()
@@ -236,13 +234,6 @@ fn has_date(value: &str) -> bool {
             _ => b.is_ascii_digit(),
         })
     })
-}
-
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// `text` as a GBNF string literal.
