@@ -183,25 +183,30 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
 /// A `tools/call` without `_meta` is served on a path of its own, one with `_meta` by rmcp's
 /// handler (the direct path says so at debug level): a client must not be able to tell them
 /// apart.
-#[tokio::test]
-async fn a_call_answers_the_same_with_and_without_meta() {
-    let manifest = TestManifest::create();
-    let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
-    let served_directly = |id: &Value| format!("tools/call served directly id={id}");
-    // The direct path is set up once rmcp has the session going, and a call read before
-    // that goes through rmcp: calls first, until one is served directly.
-    let mut direct = false;
+fn served_directly(id: &Value) -> String {
+    format!("tools/call served directly id={id}")
+}
+
+/// Calls until one is served directly: the direct path is set up once rmcp has the session
+/// going, and a call read before that goes through rmcp. The server runs with `-vv`.
+async fn until_served_directly(server: &mut StdioServer) {
     for _ in 0..100 {
         let warm = server
             .request("tools/call", json!({ "name": "cube_root" }))
             .await;
         tokio::time::sleep(Duration::from_millis(20)).await;
         if server.stderr.text().contains(&served_directly(&warm["id"])) {
-            direct = true;
-            break;
+            return;
         }
     }
-    assert!(direct, "no call was served directly");
+    panic!("no call was served directly");
+}
+
+#[tokio::test]
+async fn a_call_answers_the_same_with_and_without_meta() {
+    let manifest = TestManifest::create();
+    let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
+    until_served_directly(&mut server).await;
     let mut through_rmcp = Vec::new();
     let calls = [
         json!({ "name": "square_root", "arguments": { "x": 475695037565u64 } }),
@@ -429,6 +434,44 @@ async fn a_client_that_goes_away_mid_call_ends_the_server() {
     // rmcp lets calls in flight answer for a few seconds, then cancels them; the process
     // ends either way, with the spinning instance.
     assert_eq!(server.exit_code().await, Some(0));
+}
+
+/// When the client goes away, rmcp lets its calls answer for 5 s; the calls served directly
+/// get the same 5 s, from the same moment. With a call spinning on each path the server ends
+/// after one grace, not one after the other (10 s).
+#[tokio::test]
+async fn a_client_gone_mid_calls_on_both_paths_ends_the_server_after_one_grace() {
+    const GRACE: Duration = Duration::from_secs(5);
+    let manifest = TestManifest::create();
+    let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
+    until_served_directly(&mut server).await;
+    let direct = server
+        .start_request("tools/call", json!({ "name": "spin", "arguments": {} }))
+        .await;
+    server
+        .stderr
+        .wait_for(&served_directly(&json!(direct)))
+        .await;
+    // `_meta` sends a call through rmcp.
+    server
+        .start_request(
+            "tools/call",
+            json!({ "name": "spin", "arguments": {}, "_meta": {} }),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let closed = std::time::Instant::now();
+    server.close_stdin();
+    assert_eq!(server.exit_code().await, Some(0));
+    let took = closed.elapsed();
+    server
+        .stderr
+        .wait_for("calls served directly still running are cancelled")
+        .await;
+    assert!(
+        took < GRACE * 3 / 2,
+        "the server took {took:?} to end: the two paths' graces ran one after the other"
+    );
 }
 
 #[tokio::test]

@@ -161,7 +161,7 @@ where
             .await
             .is_err()
         {
-            tracing::warn!("calls still running after {grace:?} are cancelled");
+            tracing::warn!("calls served directly still running are cancelled");
             self.stop().await;
         }
     }

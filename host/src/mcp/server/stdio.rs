@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::io;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use rmcp::model::{
@@ -28,7 +28,8 @@ use super::McpServer;
 use super::direct::DirectCalls;
 
 /// How long calls in flight may still answer after the client closed its end, as rmcp waits
-/// for those of its handlers.
+/// for those of its handlers. The calls served directly get the same time, counted from the
+/// same moment: the end of the input, not the end of rmcp's wait.
 const CLOSED_GRACE: Duration = Duration::from_secs(5);
 
 /// How the stdio server runs.
@@ -78,6 +79,7 @@ where
     let grace = options.shutdown_grace;
     let transport = LineTransport::new(input, output, options.max_message);
     let (direct, output) = (transport.direct.clone(), transport.output.clone());
+    let closed = transport.closed.clone();
     tokio::pin!(shutdown);
     let running = tokio::select! {
         running = server.clone().serve(transport) => {
@@ -99,7 +101,8 @@ where
         quit = &mut waiting => {
             tracing::debug!("the MCP client closed the connection: {quit:?}");
             if let Some(direct) = direct.get() {
-                direct.finish(CLOSED_GRACE).await;
+                let since_closed = closed.get().map_or(Duration::ZERO, Instant::elapsed);
+                direct.finish(CLOSED_GRACE.saturating_sub(since_closed)).await;
             }
         }
         () = &mut shutdown => {
@@ -134,6 +137,8 @@ struct LineTransport<R, W> {
     max: usize,
     /// Once the session has begun: the `tools/call` requests served without rmcp.
     direct: Arc<OnceLock<DirectCalls<W>>>,
+    /// When the input ended.
+    closed: Arc<OnceLock<Instant>>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -149,6 +154,7 @@ where
             oversized: None,
             max,
             direct: Arc::new(OnceLock::new()),
+            closed: Arc::new(OnceLock::new()),
         }
     }
 
@@ -158,6 +164,7 @@ where
         loop {
             let buffer = self.input.fill_buf().await?;
             if buffer.is_empty() {
+                let _ = self.closed.set(Instant::now());
                 return Ok(false);
             }
             let (chunk, complete) = match buffer.iter().position(|&b| b == b'\n') {
