@@ -276,6 +276,8 @@ fn render_result<R: Serialize + JsonSchema>(result: &R) -> Result<String, ToolEr
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
     use serde::Deserialize;
 
@@ -343,6 +345,53 @@ mod tests {
         );
         assert!(tool.output_schema().is_some());
         assert_eq!(add_tool().output_schema().unwrap()["type"], "number");
+    }
+
+    /// How many schemas of [`Counted`] were built.
+    static COUNTED_SCHEMAS: AtomicUsize = AtomicUsize::new(0);
+
+    /// A type that counts the schemas built of it.
+    #[derive(Deserialize, Serialize)]
+    struct Counted {
+        n: u32,
+    }
+
+    impl JsonSchema for Counted {
+        fn schema_name() -> std::borrow::Cow<'static, str> {
+            "Counted".into()
+        }
+
+        fn json_schema(_: &mut schemars::SchemaGenerator) -> Schema {
+            COUNTED_SCHEMAS.fetch_add(1, Ordering::Relaxed);
+            schemars::json_schema!({
+                "type": "object",
+                "properties": { "n": { "type": "integer" } },
+                "required": ["n"]
+            })
+        }
+    }
+
+    #[test]
+    fn a_call_builds_no_schema_unless_the_arguments_are_wrong() {
+        // A component makes its tools at every call: a schema there is paid at every call.
+        let schemas = || COUNTED_SCHEMAS.load(Ordering::Relaxed);
+        let tool = Tool::new("next", "Counts on.", |c: Counted| {
+            Ok(Counted { n: c.n + 1 })
+        });
+        for _ in 0..3 {
+            assert_eq!(
+                tool.call(r#"{"n": 1}"#, &CallContext::default()),
+                Ok(r#"{"n":2}"#.to_owned())
+            );
+        }
+        assert_eq!(schemas(), 0);
+        // Wrong arguments: the error shows what to send, from the schema.
+        let wrong = tool.call(r#"{"n": "one"}"#, &CallContext::default());
+        assert!(
+            matches!(&wrong, Err(ToolError::InvalidArguments(m)) if m.contains(r#"send {"n": <whole number>}"#)),
+            "{wrong:?}"
+        );
+        assert!(schemas() > 0);
     }
 
     #[test]
