@@ -64,7 +64,7 @@ mod error;
 mod execute;
 mod guard;
 mod run;
-pub(crate) mod select;
+mod select;
 mod state;
 
 use std::collections::{BTreeMap, BTreeSet};

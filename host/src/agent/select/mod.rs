@@ -34,7 +34,7 @@ use crate::llm::Message;
 use crate::{Catalog, ToolSpec};
 
 mod limit;
-pub(crate) mod words;
+mod words;
 
 pub use limit::ToolLimit;
 
