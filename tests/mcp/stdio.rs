@@ -180,15 +180,14 @@ async fn what_goes_wrong_in_a_call_is_an_error_result_with_the_models_text() {
     );
 }
 
-/// A `tools/call` without `_meta` is served on a path of its own, one with `_meta` by rmcp's
-/// handler (the direct path says so at debug level): a client must not be able to tell them
-/// apart.
+/// What the direct path logs (at debug level, `-vv`) for the call with `id`.
 fn served_directly(id: &Value) -> String {
     format!("tools/call served directly id={id}")
 }
 
 /// Calls until one is served directly: the direct path is set up once rmcp has the session
-/// going, and a call read before that goes through rmcp. The server runs with `-vv`.
+/// going, and a call read before that goes through rmcp. The server runs with `-vv`; the
+/// calls name no tool it has, so they run nothing.
 async fn until_served_directly(server: &mut StdioServer) {
     for _ in 0..100 {
         let warm = server
@@ -202,6 +201,8 @@ async fn until_served_directly(server: &mut StdioServer) {
     panic!("no call was served directly");
 }
 
+/// A `tools/call` without `_meta` is served on a path of its own, one with `_meta` by rmcp's
+/// handler: a client must not be able to tell them apart.
 #[tokio::test]
 async fn a_call_answers_the_same_with_and_without_meta() {
     let manifest = TestManifest::create();
