@@ -165,29 +165,28 @@ fn short(text: &str) -> bool {
 /// "sentences"). All of them when the question names none.
 fn narrowed(question: &str, candidates: Vec<Candidate>) -> Vec<Candidate> {
     let asked: Vec<String> = words(question).collect();
-    let named = |same: &dyn Fn(&str, &str) -> bool| -> Vec<usize> {
-        (candidates.iter().enumerate())
-            .filter(|(_, c)| {
-                c.label
-                    .as_deref()
-                    .is_some_and(|label| words(label).all(|w| asked.iter().any(|a| same(a, &w))))
-            })
-            .map(|(i, _)| i)
-            .collect()
+    let asked_stems: Vec<String> = asked.iter().map(|word| stem(word)).collect();
+    // Whether every word of the candidate's field is one of the question's.
+    let names = |candidate: &Candidate, in_question: &dyn Fn(&str) -> bool| {
+        (candidate.label.as_deref()).is_some_and(|label| words(label).all(|w| in_question(&w)))
     };
-    let mut keep = named(&|a, w| a == w);
-    if keep.is_empty() {
-        keep = named(&|a, w| stem(a) == stem(w));
-    }
-    let candidates: Vec<Candidate> = if keep.is_empty() {
-        candidates
+    let as_written = |c: &Candidate| names(c, &|word| asked.iter().any(|a| a == word));
+    let by_stem = |c: &Candidate| names(c, &|word| asked_stems.contains(&stem(word)));
+    let named: &dyn Fn(&Candidate) -> bool = if candidates.iter().any(as_written) {
+        &as_written
     } else {
-        (candidates.into_iter().enumerate())
-            .filter(|(i, _)| keep.contains(i))
-            .map(|(_, c)| c)
-            .collect()
+        &by_stem
     };
-    shaped(&asked, candidates)
+    shaped(&asked, kept_if_any(candidates, named))
+}
+
+/// The candidates that are `kept`, or all of them when none is.
+fn kept_if_any(candidates: Vec<Candidate>, kept: impl Fn(&Candidate) -> bool) -> Vec<Candidate> {
+    if candidates.iter().any(&kept) {
+        candidates.into_iter().filter(|c| kept(c)).collect()
+    } else {
+        candidates
+    }
 }
 
 /// The candidates whose value has the shape the question asks for, if any has: a clock
@@ -207,11 +206,7 @@ fn shaped(asked: &[String], candidates: Vec<Candidate>) -> Vec<Candidate> {
     } else {
         return candidates;
     };
-    if candidates.iter().any(|c| shape(&c.value)) {
-        candidates.into_iter().filter(|c| shape(&c.value)).collect()
-    } else {
-        candidates
-    }
+    kept_if_any(candidates, |c| shape(&c.value))
 }
 
 /// Whether `value` holds a time of day such as "04:02" or "4:02:20".
