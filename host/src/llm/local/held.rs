@@ -25,11 +25,20 @@ pub(super) struct Held {
 impl Held {
     /// What `messages` hold.
     pub(super) fn of(messages: &[Message]) -> Self {
+        // The latest request, and what came after it.
+        let latest = messages
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(at, message)| match message {
+                Message::User { text } => Some((text.as_str(), &messages[at + 1..])),
+                _ => None,
+            });
         Self {
             documents: conversation_documents(messages),
             zones: conversation_zones(messages),
-            texts: conversation_texts(messages),
-            names: conversation_names(messages),
+            texts: latest.map_or_else(Vec::new, |(request, since)| request_texts(request, since)),
+            names: latest.map_or_else(Vec::new, |(request, _)| request_names(request)),
         }
     }
 
@@ -101,17 +110,10 @@ fn takes_name(name: &str) -> bool {
     matches!(name, "title" | "name" | "subject" | "label")
 }
 
-/// The names the latest request could give: each run of one to three of its words, without
-/// the marks around them ("titled groceries saying: buy milk." gives "groceries").
-fn conversation_names(messages: &[Message]) -> Vec<Value> {
+/// The names a request could give: each run of one to three of its words, without the marks
+/// around them ("titled groceries saying: buy milk." gives "groceries").
+fn request_names(text: &str) -> Vec<Value> {
     const MAX_NAME_WORDS: usize = 3;
-    let Some(Message::User { text }) = messages
-        .iter()
-        .rev()
-        .find(|message| matches!(message, Message::User { .. }))
-    else {
-        return Vec::new();
-    };
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
@@ -135,17 +137,11 @@ fn conversation_names(messages: &[Message]) -> Vec<Value> {
     names
 }
 
-/// The texts the latest request could give a tool: its quoted parts; what follows each of
+/// The texts request `text` could give a tool: its quoted parts; what follows each of
 /// its words, as written and without the sentence's closing mark ("of hello world?" gives
 /// "hello world"), or, in a long request, what follows a colon and the request whole; and
-/// what tools returned since it.
-fn conversation_texts(messages: &[Message]) -> Vec<Value> {
-    let Some(latest) = messages
-        .iter()
-        .rposition(|message| matches!(message, Message::User { .. }))
-    else {
-        return Vec::new();
-    };
+/// what tools returned `since` it.
+fn request_texts(text: &str, since: &[Message]) -> Vec<Value> {
     let mut texts: Vec<String> = Vec::new();
     let mut add = |text: &str| {
         let text = text.trim();
@@ -153,9 +149,7 @@ fn conversation_texts(messages: &[Message]) -> Vec<Value> {
             texts.push(text.to_owned());
         }
     };
-    if let Message::User { text } = &messages[latest]
-        && text.len() <= MAX_DOCUMENT_BYTES
-    {
+    if text.len() <= MAX_DOCUMENT_BYTES {
         for (open, close) in [('"', '"'), ('“', '”')] {
             let mut parts = text.split([open, close]);
             parts.next();
@@ -186,7 +180,7 @@ fn conversation_texts(messages: &[Message]) -> Vec<Value> {
             }
         }
     }
-    for message in &messages[latest..] {
+    for message in since {
         if let Message::ToolResult {
             content,
             is_error: false,
