@@ -47,7 +47,7 @@ test: build tools
 
 # The eval: 37 everyday requests (tests/eval/suite.toml) asked of the local model with every
 # example tool; prints each run, the score per category and the median time per request.
-# Flags go to the eval: `just eval --only time,weather`, `just eval --tools all`, `just eval --rank`.
+# Flags go to the eval: `just eval --only time,weather`, `just eval --tool-limit all`, `just eval --rank`.
 eval *FLAGS: build tools
     scripts/setup-local-llm.sh
     "${CARGO_TARGET_DIR:-target}/debug/eval" {{FLAGS}}

@@ -287,7 +287,7 @@ pub enum CallError {
     #[error(
         "`{tool}` exceeded its memory limit of {}; raise `memory` in the manifest's limits if it \
          needs more",
-        crate::sandbox::format_bytes(*limit)
+        crate::units::format_bytes(*limit)
     )]
     MemoryLimit {
         /// The tool.
@@ -300,8 +300,8 @@ pub enum CallError {
     #[error(
         "`{tool}` returned {} of result, over its limit of {}; raise `max_result` in the \
          manifest's limits if that is expected",
-        crate::sandbox::format_bytes(*size as u64),
-        crate::sandbox::format_bytes(*limit as u64)
+        crate::units::format_bytes(*size as u64),
+        crate::units::format_bytes(*limit as u64)
     )]
     ResultTooLarge {
         /// The tool.
@@ -434,12 +434,12 @@ impl CallError {
             ),
             Self::MemoryLimit { limit, .. } => format!(
                 "the tool ran out of memory (limit {})",
-                crate::sandbox::format_bytes(*limit)
+                crate::units::format_bytes(*limit)
             ),
             Self::ResultTooLarge { size, limit, .. } => format!(
                 "the tool's result was too large ({}, limit {}); ask for less",
-                crate::sandbox::format_bytes(*size as u64),
-                crate::sandbox::format_bytes(*limit as u64)
+                crate::units::format_bytes(*size as u64),
+                crate::units::format_bytes(*limit as u64)
             ),
             Self::Trap { stderr, .. } => match stderr {
                 Some(stderr) => format!("the tool crashed: {}", excerpt(stderr)),
@@ -463,6 +463,18 @@ fn excerpt(text: &str) -> String {
         Some((_, rest)) if !rest.is_empty() => format!("...{rest}"),
         _ => format!("...{tail}"),
     }
+}
+
+/// `error` and its causes, joined with `: `.
+pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 #[cfg(test)]

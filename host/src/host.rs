@@ -9,19 +9,21 @@ use std::sync::Arc;
 use tokio::sync::OnceCell;
 
 use crate::agent::{
-    Agent, AgentConfig, AgentError, AgentOptions, AuditLog, Conversation, RunEnd, RunOptions,
-    RunResult,
+    Agent, AgentConfig, AgentError, AgentOptions, ApprovalRules, AuditLog, Conversation, RunEnd,
+    RunOptions, RunResult,
 };
+use crate::engine::component::ComponentConfig;
+use crate::engine::runtime::{Runtime, RuntimeConfig};
+use crate::error::{CallError, LoadError};
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, McpConfig, ToolOptions};
 use crate::mcp::client::McpServerConfig;
-use crate::native::NativeTools;
+use crate::native_tools::NativeTools;
 use crate::sandbox::LimitsConfig;
+use crate::source::{CallContext, ToolOutput};
 use crate::source::{SourceOptions, ToolSource};
-use crate::{
-    CallContext, CallError, ComponentConfig, LoadError, Runtime, RuntimeConfig, ToolOutput,
-    ToolSpec, Toolbox,
-};
+use crate::spec::ToolSpec;
+use crate::toolbox::Toolbox;
 
 /// Loaded tools, the model they are offered to, and how the loop runs.
 ///
@@ -194,12 +196,12 @@ impl HostBuilder {
                 Runtime::new(self.runtime_config.unwrap_or_default()).map_err(HostError::Runtime)?
             }
         };
-        let model = manifest.model.clone().overridden_by(self.model);
-        let agent_config = manifest.agent.clone().merged(self.agent);
+        let model = ModelConfig::from(&manifest.model).overridden_by(self.model);
+        let agent_config = AgentConfig::from(&manifest.model).merged(self.agent);
         let mut options = agent_config.options(model.kind());
         options.stop_at.extend(manifest.return_direct_tools());
         options.fail_run = manifest.fail_run_tools();
-        options.approval = manifest.approval_rules();
+        options.approval = ApprovalRules::from_manifest(&manifest);
         let audit = match self.audit.or_else(|| manifest.audit_path()) {
             Some(path) => Some(Arc::new(
                 AuditLog::open(&path).map_err(|source| HostError::Audit { path, source })?,
@@ -207,16 +209,14 @@ impl HostBuilder {
             None => None,
         };
 
-        let configs = manifest
-            .component_configs()
+        let configs = ComponentConfig::from_manifest(&manifest)
             .into_iter()
             .chain(self.components)
             .map(|mut config| {
                 config.limits = self.limits.apply(config.limits);
                 config
             });
-        let servers = manifest
-            .mcp_server_configs()
+        let servers = McpServerConfig::from_manifest(&manifest)
             .into_iter()
             .chain(self.mcp_servers)
             .map(|mut config| {

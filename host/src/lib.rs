@@ -35,37 +35,34 @@
 //! result, crash). None of them takes the host down.
 
 pub mod agent;
-mod bindings;
-mod cache;
-mod call;
-mod component;
+mod engine;
 mod error;
 mod host;
 pub mod llm;
 mod manifest;
 pub mod mcp;
-mod native;
+mod native_tools;
 mod process;
-mod report;
-mod runtime;
 pub mod sandbox;
 pub mod source;
-mod spare;
 mod spec;
 mod text;
 mod toolbox;
+pub mod units;
 
-pub use cache::{CompileEvent, CompileSource, default_cache_dir};
-pub use call::{CallContext, CallPhases, ToolImage, ToolOutput};
-pub use component::{ComponentConfig, LoadedComponent};
+// The names an embedding application uses most, at the crate's root. Code inside the crate
+// imports each from the module that defines it.
+pub use engine::cache::{CompileEvent, CompileSource, default_cache_dir};
+pub use engine::call::CallPhases;
+pub use engine::component::{ComponentConfig, LoadedComponent};
+pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{
     ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
 };
-pub use native::NativeTools;
-pub use runtime::{CompileObserver, Runtime, RuntimeConfig};
+pub use native_tools::NativeTools;
 pub use sandbox::{Grants, Limits};
-pub use source::{Origin, SourceOptions, ToolSource};
+pub use source::{CallContext, Origin, SourceOptions, ToolImage, ToolOutput, ToolSource};
 pub use spec::{Capability, CapabilityRequest, ToolSpec, is_valid_tool_name};
 pub use toolbox::{Catalog, SkippedSource, Toolbox, ToolboxBuilder};

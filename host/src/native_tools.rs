@@ -14,10 +14,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::error::CallError;
 use crate::error::TimeLimit;
 use crate::sandbox::Limits;
+use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, ToolSource};
-use crate::{CallContext, CallError, ToolOutput, ToolSpec};
+use crate::spec::ToolSpec;
 
 type Handler =
     Arc<dyn Fn(Value, CallContext) -> BoxFuture<'static, Result<Value, Failure>> + Send + Sync>;
@@ -362,7 +364,11 @@ mod tests {
             .call("add", r#"{"a": "x", "b": 2}"#, &context)
             .await
             .unwrap_err();
-        assert_eq!(bad.kind(), crate::ErrorKind::InvalidArguments, "{bad}");
+        assert_eq!(
+            bad.kind(),
+            crate::error::ErrorKind::InvalidArguments,
+            "{bad}"
+        );
         let slow = NativeTools::new("slow")
             .tool("wait", "Waits.", async |_: Pair| {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -373,6 +379,6 @@ mod tests {
             .call("wait", r#"{"a": 1, "b": 2}"#, &context)
             .await
             .unwrap_err();
-        assert_eq!(error.kind(), crate::ErrorKind::Timeout, "{error}");
+        assert_eq!(error.kind(), crate::error::ErrorKind::Timeout, "{error}");
     }
 }

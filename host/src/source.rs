@@ -1,24 +1,26 @@
 //! Where tools come from. A [`ToolSource`] offers tools and runs them; the
-//! [`Toolbox`](crate::Toolbox) puts the tools of every source under one set of unique names,
+//! [`Toolbox`](crate::toolbox::Toolbox) puts the tools of every source under one set of unique names,
 //! checks arguments against the schemas, and routes each call to its source.
 //!
 //! Three kinds come with toolhost: sandboxed WebAssembly components
-//! ([`LoadedComponent`](crate::LoadedComponent)), MCP servers
+//! ([`LoadedComponent`](crate::engine::component::LoadedComponent)), MCP servers
 //! ([`McpServer`](crate::mcp::client::McpServer)) and native Rust functions of the embedding
-//! application ([`NativeTools`](crate::NativeTools)); an application can add its own. Only
+//! application ([`NativeTools`](crate::native_tools::NativeTools)); an application can add its own. Only
 //! components are sandboxed: every other source runs with the authority of whatever runs it
 //! (an MCP server as the user who started the host, a native function inside the host
 //! process), which [`Origin::is_sandboxed`] says.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::Grants;
-use crate::{CallContext, CallError, ToolOutput, ToolSpec};
+use crate::error::CallError;
+use crate::sandbox::{CapturedLog, Grants};
+use crate::spec::ToolSpec;
 
 /// A source of tools.
 pub trait ToolSource: Send + Sync {
@@ -140,5 +142,72 @@ impl SourceOptions {
             .as_ref()
             .is_none_or(|names| names.contains(name))
             && !self.exclude.contains(name)
+    }
+}
+
+/// What the embedding application passes with a call. Delivered to the tool, never shown to
+/// the model.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContext {
+    /// An identifier for the call, unique within a run (the model's tool-call id when there
+    /// is one).
+    pub call_id: String,
+    /// Key/value pairs such as a tenant or user id.
+    pub values: BTreeMap<String, String>,
+}
+
+/// A successful call's result, with what the tool logged.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolOutput {
+    /// The result text (JSON when the tool declares an output schema): what the model reads.
+    pub text: String,
+    /// The result as JSON, when the source gave it as such (an MCP server's
+    /// `structuredContent`); `text` then holds the same JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
+    /// Images the tool returned (an MCP server's image content), sent to models that accept
+    /// images in tool results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
+    /// What the tool wrote to stdout.
+    pub stdout: CapturedLog,
+    /// What the tool wrote to stderr.
+    pub stderr: CapturedLog,
+    /// How long the call took, instantiation included.
+    #[serde(
+        rename = "duration_ms",
+        serialize_with = "crate::units::serialize_millis"
+    )]
+    pub duration: Duration,
+}
+
+impl ToolOutput {
+    /// A result with `text` and nothing logged.
+    pub fn text(text: impl Into<String>, duration: Duration) -> Self {
+        Self {
+            text: text.into(),
+            structured: None,
+            images: Vec::new(),
+            stdout: CapturedLog::default(),
+            stderr: CapturedLog::default(),
+            duration,
+        }
+    }
+}
+
+/// An image in a tool's result.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ToolImage {
+    /// Its media type: `image/png`, `image/jpeg`, ...
+    pub mime_type: String,
+    /// The image bytes, base64-encoded (as MCP and the model APIs carry them).
+    pub data: String,
+}
+
+impl ToolImage {
+    /// How many bytes the image has, decoded (without decoding it).
+    pub fn size(&self) -> usize {
+        let padding = self.data.bytes().rev().take_while(|&b| b == b'=').count();
+        (self.data.len() / 4 * 3).saturating_sub(padding.min(2))
     }
 }

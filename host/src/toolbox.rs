@@ -7,11 +7,13 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::component::{ComponentConfig, LoadedComponent};
+use crate::engine::component::{ComponentConfig, LoadedComponent};
+use crate::engine::runtime::Runtime;
+use crate::error::{CallError, LoadError};
 use crate::mcp::client::{McpServer, McpServerConfig};
+use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{ToolSpec, is_valid_tool_name};
-use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
 
 /// Every tool of a set of sources (sandboxed components first among them), by unique name.
 /// Calls may run concurrently; a component's each run in a fresh instance.
@@ -128,48 +130,40 @@ impl ToolboxBuilder {
         let mut slots = Vec::new();
         let mut skipped = Vec::new();
         for (name, required, options, loaded) in loaded_components {
-            match loaded {
-                Ok(component) => {
-                    let component = Arc::new(component);
-                    slots.push(Slot {
-                        source: component.clone(),
-                        options,
-                        component: Some(component),
-                        mcp: None,
-                    });
-                }
-                Err(error) if required => return Err(error),
-                Err(error) => {
-                    tracing::warn!(
-                        component = %name,
-                        "left out (not required) because it failed to load: {}",
-                        crate::report::chain(&error)
-                    );
-                    skipped.push(SkippedSource { name, error });
-                }
-            }
+            let Some(component) = kept(name, required, loaded, &mut skipped, |name, error| {
+                tracing::warn!(
+                    component = %name,
+                    "left out (not required) because it failed to load: {error}"
+                );
+            })?
+            else {
+                continue;
+            };
+            let component = Arc::new(component);
+            slots.push(Slot {
+                source: component.clone(),
+                options,
+                component: Some(component),
+                mcp: None,
+            });
         }
         for (name, required, options, loaded) in loaded_servers {
-            match loaded {
-                Ok(server) => {
-                    let server = Arc::new(server);
-                    slots.push(Slot {
-                        source: server.clone(),
-                        options,
-                        component: None,
-                        mcp: Some(server),
-                    });
-                }
-                Err(error) if required => return Err(error),
-                Err(error) => {
-                    tracing::warn!(
-                        mcp_server = %name,
-                        "left out (not required) because it failed to start: {}",
-                        crate::report::chain(&error)
-                    );
-                    skipped.push(SkippedSource { name, error });
-                }
-            }
+            let Some(server) = kept(name, required, loaded, &mut skipped, |name, error| {
+                tracing::warn!(
+                    mcp_server = %name,
+                    "left out (not required) because it failed to start: {error}"
+                );
+            })?
+            else {
+                continue;
+            };
+            let server = Arc::new(server);
+            slots.push(Slot {
+                source: server.clone(),
+                options,
+                component: None,
+                mcp: Some(server),
+            });
         }
         slots.extend(self.sources.into_iter().map(|(source, options)| Slot {
             source,
@@ -183,6 +177,26 @@ impl ToolboxBuilder {
             catalog: RwLock::new(Arc::new(catalog)),
             skipped,
         })
+    }
+}
+
+/// What became of loading source `name`: the source, or (when it is not required) nothing,
+/// its failure warned about and kept in `skipped`; a required source's failure is the error.
+fn kept<T>(
+    name: String,
+    required: bool,
+    loaded: Result<T, LoadError>,
+    skipped: &mut Vec<SkippedSource>,
+    warn: impl FnOnce(&str, &str),
+) -> Result<Option<T>, LoadError> {
+    match loaded {
+        Ok(source) => Ok(Some(source)),
+        Err(error) if required => Err(error),
+        Err(error) => {
+            warn(&name, &crate::error::chain(&error));
+            skipped.push(SkippedSource { name, error });
+            Ok(None)
+        }
     }
 }
 

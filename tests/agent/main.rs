@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use toolhost::agent::{Agent, AgentEvent, AgentOptions, Conversation, RunOptions, RunResult};
 use toolhost::llm::{AnthropicProvider, HttpOptions, OpenAiProvider, Provider};
-use toolhost::sandbox::{HumanDuration, LimitsConfig};
+use toolhost::sandbox::LimitsConfig;
+use toolhost::units::HumanDuration;
 use toolhost::{ComponentConfig, Toolbox};
 use toolhost_tests::components::{CALCULATOR, MISBEHAVE};
 use toolhost_tests::model::{Format, ScriptedModel, Turn};

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use toolhost::sandbox::format_bytes;
+use toolhost::units::format_bytes;
 use toolhost::{
     CallContext, CallPhases, CompileSource, ComponentConfig, LoadedComponent, Runtime,
     RuntimeConfig, Toolbox,

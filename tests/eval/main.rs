@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! eval [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE] [--max-rounds N]
-//!      [--system TEXT] [--temperature T] [--tools N|all] [--rank]
+//!      [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]
 //! ```
 //!
 //! `--rank` asks no model: it prints the tools selection offers each request, and how often
@@ -46,14 +46,14 @@ fn flags() -> anyhow::Result<Flags> {
             "--max-rounds" => flags.agent.max_rounds = Some(value()?.parse()?),
             "--system" => flags.agent.system = Some(value()?),
             "--temperature" => flags.agent.temperature = Some(value()?.parse()?),
-            "--tools" => {
-                flags.agent.tools = Some(value()?.parse().map_err(anyhow::Error::msg)?);
+            "--tool-limit" => {
+                flags.agent.tool_limit = Some(value()?.parse().map_err(anyhow::Error::msg)?);
             }
             "--rank" => flags.rank = true,
             "-h" | "--help" => {
                 println!(
                     "eval [--only CATEGORY,..] [--case N,..] [--json FILE] [--max-rounds N] \
-                     [--system TEXT] [--temperature T] [--tools N|all] [--rank]"
+                     [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]"
                 );
                 std::process::exit(0);
             }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use toolhost::sandbox::{DirGrant, HumanDuration, LimitsConfig};
+use toolhost::sandbox::{DirGrant, LimitsConfig};
+use toolhost::units::HumanDuration;
 use toolhost::{CallContext, CallError, ErrorKind};
 use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE};
 use toolhost_tests::load;

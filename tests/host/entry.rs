@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use toolhost::sandbox::{ByteSize, LimitsConfig};
+use toolhost::sandbox::LimitsConfig;
+use toolhost::units::ByteSize;
 use toolhost::{CallContext, ComponentConfig, ErrorKind, Host, HostError, Runtime, RuntimeConfig};
 use toolhost_tests::components::{CALCULATOR, CLOCK, NOT_A_TOOL};
 use toolhost_tests::runtime;

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use toolhost::sandbox::{ByteSize, HumanDuration, LimitsConfig};
+use toolhost::sandbox::LimitsConfig;
+use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{CallContext, CallError, TimeLimit, Toolbox};
 use toolhost_tests::components::MISBEHAVE;
 use toolhost_tests::load;

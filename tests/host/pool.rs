@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use toolhost::sandbox::{HumanDuration, LimitsConfig};
+use toolhost::sandbox::LimitsConfig;
+use toolhost::units::HumanDuration;
 use toolhost::{CallContext, CallError, Runtime, RuntimeConfig, TimeLimit, Toolbox};
 use toolhost_tests::components::MISBEHAVE;
 use toolhost_tests::target_dir;

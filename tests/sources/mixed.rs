@@ -159,7 +159,7 @@ fn the_readme_manifest_mixing_sources_is_valid() {
     let manifest = Manifest::parse(toml, &repo_root().join("example-tools/toolhost.toml"))
         .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::from(e)));
     assert!(!manifest.components.is_empty());
-    let servers = manifest.mcp_server_configs();
+    let servers = McpServerConfig::from_manifest(&manifest);
     assert!(servers.iter().any(|s| matches!(
         s.transport,
         toolhost::mcp::client::McpTransport::Stdio { .. }

@@ -13,39 +13,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::manifest::{ApprovalMode, AskFor, Manifest};
 use crate::sandbox::Grants;
 use crate::source::Origin;
-
-/// Whether calls of one tool wait for approval, over the [`ApprovalRules::ask_for`] rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Every call waits for approval.
-    Always,
-    /// No call does, whatever the rules say.
-    Never,
-}
-
-/// What a tool may hold that makes its calls wait for approval, in an `[approval] ask_for`
-/// rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AskFor {
-    /// Every tool.
-    Any,
-    /// Tools that do not run in the sandbox (MCP servers, the application's own functions).
-    Unsandboxed,
-    /// A granted directory, read-only or writable.
-    ReadDir,
-    /// A granted writable directory.
-    WriteDir,
-    /// A granted environment variable.
-    Env,
-    /// Granted outgoing HTTP.
-    Http,
-    /// Granted sockets.
-    Socket,
-}
 
 impl AskFor {
     /// Whether a tool from `origin` holding `grants` matches.
@@ -74,6 +44,18 @@ pub struct ApprovalRules {
 }
 
 impl ApprovalRules {
+    /// The rules a manifest writes: its `[approval]` section and every tool's `approval`.
+    pub fn from_manifest(manifest: &Manifest) -> Self {
+        Self {
+            tools: manifest
+                .tools
+                .iter()
+                .filter_map(|(name, options)| Some((name.clone(), options.approval?)))
+                .collect(),
+            ask_for: manifest.approval.ask_for.clone(),
+        }
+    }
+
     /// Whether calls of tool `name`, from `origin` and holding `grants`, wait for approval.
     pub fn requires(&self, name: &str, origin: Option<&Origin>, grants: Option<&Grants>) -> bool {
         match self.tools.get(name) {

@@ -23,12 +23,12 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::Toolbox;
 use crate::source::Origin;
+use crate::toolbox::Toolbox;
 
 use super::AgentError;
 use super::approval::{Approval, describe_grants};
-use super::execute::{InvalidCall, InvalidProblem, ToolExecution};
+use super::record::{InvalidCall, InvalidProblem, ToolExecution};
 
 /// Where audit records go.
 pub trait AuditSink: Send + Sync {
@@ -72,7 +72,7 @@ pub struct AuditRecord {
     /// How long it ran.
     #[serde(
         rename = "duration_ms",
-        serialize_with = "crate::report::serialize_millis"
+        serialize_with = "crate::units::serialize_millis"
     )]
     pub duration: Duration,
     /// Whether it waited for approval, and what was decided.

@@ -4,15 +4,13 @@
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 
-use serde::{Deserialize, Serialize};
-
-use super::{AgentOptions, ToolLimit};
-use crate::llm::ProviderKind;
+use super::AgentOptions;
+use crate::manifest::model::{ModelSection, ProviderKind, ToolLimit};
 
 /// The loop's settings as written in a manifest's `[model]` section or given on a command
 /// line. Each falls back to the level below: a command line's over a manifest's over the
 /// defaults of [`AgentOptions`] (and the local model's own defaults).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentConfig {
     /// Sampling temperature. The local model defaults to 0 (its server's default is 0.8, and
     /// it calls tools reliably only at 0); other models to their server's default.
@@ -33,18 +31,22 @@ pub struct AgentConfig {
     /// How many tools a request offers: `"all"`, or the best `k` for the conversation. The
     /// local model defaults to 3 (it picks the right tool among a few, not among twenty);
     /// other models to all.
-    pub tools: Option<ToolLimit>,
+    pub tool_limit: Option<ToolLimit>,
 }
 
-/// What a tool's failure does to the run (a manifest's `on_error` under `[tools.NAME]`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OnError {
-    /// The model gets the error as the call's result, and the run goes on.
-    #[default]
-    ToModel,
-    /// The run ends with the error.
-    FailRun,
+impl From<&ModelSection> for AgentConfig {
+    fn from(section: &ModelSection) -> Self {
+        Self {
+            temperature: section.temperature,
+            max_tokens: section.max_tokens,
+            max_rounds: section.max_rounds,
+            system: section.system.clone(),
+            stream: section.stream,
+            stop_at: section.stop_at.clone(),
+            max_parallel_calls: section.max_parallel_calls,
+            tool_limit: section.tool_limit,
+        }
+    }
 }
 
 /// The local model's temperature when none is set.
@@ -68,7 +70,7 @@ impl AgentConfig {
             stream,
             stop_at,
             max_parallel_calls,
-            tools
+            tool_limit
         );
         self
     }
@@ -85,7 +87,7 @@ impl AgentConfig {
             stream: self.stream.unwrap_or(defaults.stream),
             stop_at: self.stop_at.clone().unwrap_or_default(),
             max_parallel_calls: self.max_parallel_calls,
-            tool_limit: self.tools.unwrap_or(if local {
+            tool_limit: self.tool_limit.unwrap_or(if local {
                 LOCAL_TOOL_LIMIT
             } else {
                 defaults.tool_limit
@@ -112,7 +114,7 @@ mod tests {
         let set = AgentConfig {
             temperature: Some(0.7),
             max_tokens: Some(50),
-            tools: Some(ToolLimit::All),
+            tool_limit: Some(ToolLimit::All),
             ..AgentConfig::default()
         }
         .options(ProviderKind::Local);

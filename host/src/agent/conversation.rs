@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ToolImage;
 use crate::llm::{Message, ToolCall};
+use crate::source::ToolImage;
 
 use super::AgentError;
 use super::approval::{Decision, PendingCall};

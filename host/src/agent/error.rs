@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::llm::ProviderError;
 
-use super::execute::{InvalidCall, ToolExecution};
+use super::record::{InvalidCall, ToolExecution};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,7 @@ pub enum AgentError {
     #[error("the conversation has no paused run to resume; start one with Agent::run")]
     NothingToResume,
 
-    /// A call needs approval and nobody can be asked ([`Host::run`](crate::Host::run)).
+    /// A call needs approval and nobody can be asked ([`Host::run`](crate::host::Host::run)).
     #[error(
         "`{tool}` needs approval before it runs, and Host::run cannot ask anyone; use \
          Host::agent and Agent::run, which pause for a decision, or set approval = \"never\" \

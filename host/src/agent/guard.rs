@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::execute::{Outcome, ToolExecution};
+use super::record::{Outcome, ToolExecution};
 
 /// How many times the same call may fail before the run ends.
 pub(crate) const MAX_SAME_FAILURES: usize = 2;

@@ -1,7 +1,7 @@
 //! The tool-calling loop: offer the loaded tools to a model, run the calls it asks for in the
 //! sandbox, send the results back, repeat until it answers.
 //!
-//! [`Host::agent`](crate::Host::agent) gives an agent with a manifest's settings applied;
+//! [`Host::agent`](crate::host::Host::agent) gives an agent with a manifest's settings applied;
 //! one can also be put together from a provider and a toolbox:
 //!
 //! ```no_run
@@ -63,6 +63,7 @@ mod conversation;
 mod error;
 mod execute;
 mod guard;
+mod record;
 mod run;
 mod select;
 mod state;
@@ -75,22 +76,23 @@ use std::time::Instant;
 use serde::Serialize;
 use tracing::Instrument;
 
-pub use approval::{
-    Approval, ApprovalMode, ApprovalPredicate, ApprovalRules, AskFor, Decision, PendingCall,
-};
+pub use approval::{Approval, ApprovalPredicate, ApprovalRules, Decision, PendingCall};
 pub use audit::{AuditLog, AuditRecord, AuditSink};
-pub use config::{AgentConfig, OnError};
+pub use config::AgentConfig;
 pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
 pub use error::{AgentError, AgentErrorKind, RunRecord};
-pub use execute::{InvalidCall, InvalidProblem, Outcome, ToolExecution};
-pub use select::{RELATIVE_CUTOFF, ToolIndex, ToolLimit, offer};
+pub use record::{InvalidCall, InvalidProblem, Outcome, ToolExecution};
+pub use select::{RELATIVE_CUTOFF, ToolIndex, offer};
+// The manifest's words for the loop's settings, under the names the loop's users know.
+pub use crate::manifest::{ApprovalMode, AskFor, OnError, model::ToolLimit};
 pub use state::RunState;
 
 use crate::llm::{
-    ChatRequest, FinishReason, Message, Provider, ToolCall, ToolChoice, ToolDefinition, Usage,
-    arguments_object,
+    ChatRequest, ChatResponse, FinishReason, Message, Provider, ToolCall, ToolChoice,
+    ToolDefinition, Usage, arguments_object,
 };
-use crate::{ToolSpec, Toolbox};
+use crate::spec::ToolSpec;
+use crate::toolbox::Toolbox;
 
 /// What to do when the model calls a tool that does not exist (or was not offered).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -380,6 +382,8 @@ impl Agent {
         })
     }
 
+    /// Asks the model for its next message; turns its answer into the run's next step, the
+    /// conversation told what it said.
     async fn request(
         &self,
         conversation: &mut Conversation,
@@ -389,29 +393,7 @@ impl Agent {
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Reply, AgentError> {
         conversation.check_answered()?;
-        let mut messages = Vec::with_capacity(conversation.messages().len() + 1);
-        if let Some(system) = &self.options.system
-            && !matches!(
-                conversation.messages().first(),
-                Some(Message::System { .. })
-            )
-        {
-            messages.push(Message::system(system.clone()));
-        }
-        messages.extend(conversation.messages().iter().cloned());
-        let request = ChatRequest {
-            messages,
-            tool_choice: if tools.is_empty() {
-                ToolChoice::Auto
-            } else {
-                tool_choice
-            },
-            tools,
-            temperature: self.options.temperature,
-            max_tokens: self.options.max_tokens,
-            stream: self.options.stream,
-            extra: Default::default(),
-        };
+        let request = self.chat_request(conversation, tools, tool_choice);
         let span = tracing::info_span!(
             "model_request",
             round,
@@ -429,61 +411,40 @@ impl Agent {
         span.record("finish", format!("{:?}", response.finish));
         span.record("tool_calls", response.tool_calls.len());
         tracing::debug!(parent: &span, took = ?started.elapsed(), "model answered");
-        let usage = response.usage.unwrap_or_default();
+        Ok(reply_of(conversation, response))
+    }
 
-        let mut calls = response.tool_calls;
-        let mut cut_off = Vec::new();
-        if response.finish == FinishReason::Length {
-            // A call cut off by the token limit has broken arguments: never send it back.
-            (calls, cut_off) = calls
-                .into_iter()
-                .partition(|call| arguments_object(&call.arguments).is_some());
-            if calls.is_empty() && response.text.trim().is_empty() && !cut_off.is_empty() {
-                return Ok(Reply {
-                    step: None,
-                    usage,
-                    cut_off,
-                });
-            }
+    /// The request for the conversation so far: the system prompt ahead of it (unless it has
+    /// its own), `tools` offered with `tool_choice`, the loop's sampling settings.
+    fn chat_request(
+        &self,
+        conversation: &Conversation,
+        tools: Vec<ToolDefinition>,
+        tool_choice: ToolChoice,
+    ) -> ChatRequest {
+        let mut messages = Vec::with_capacity(conversation.messages().len() + 1);
+        if let Some(system) = &self.options.system
+            && !matches!(
+                conversation.messages().first(),
+                Some(Message::System { .. })
+            )
+        {
+            messages.push(Message::system(system.clone()));
         }
-        if calls.is_empty() {
-            conversation.push_assistant(response.text.clone(), Vec::new());
-            let step = Step::Answer {
-                text: response.text,
-                finish: response.finish,
-            };
-            return Ok(Reply {
-                step: Some(step),
-                usage,
-                cut_off,
-            });
+        messages.extend(conversation.messages().iter().cloned());
+        ChatRequest {
+            messages,
+            tool_choice: if tools.is_empty() {
+                ToolChoice::Auto
+            } else {
+                tool_choice
+            },
+            tools,
+            temperature: self.options.temperature,
+            max_tokens: self.options.max_tokens,
+            stream: self.options.stream,
+            extra: Default::default(),
         }
-        // The history gets `{}` for arguments that are not a JSON object (providers reject
-        // them); the caller gets the model's own text, to report what was wrong with it.
-        let echoed: Vec<ToolCall> = calls
-            .iter()
-            .map(|call| ToolCall {
-                arguments: match arguments_object(&call.arguments) {
-                    Some(_) if !call.arguments.trim().is_empty() => call.arguments.clone(),
-                    _ => "{}".to_owned(),
-                },
-                ..call.clone()
-            })
-            .collect();
-        let with_ids = conversation.push_assistant(response.text, echoed);
-        let calls = calls
-            .into_iter()
-            .zip(with_ids)
-            .map(|(call, echoed)| ToolCall {
-                id: echoed.id,
-                ..call
-            })
-            .collect();
-        Ok(Reply {
-            step: Some(Step::ToolCalls(calls)),
-            usage,
-            cut_off,
-        })
     }
 
     /// The record of a call cut off by the token limit.
@@ -539,5 +500,63 @@ impl Agent {
                 parameters: spec.input_schema.clone(),
             })
             .collect()
+    }
+}
+/// The run's next step from the model's `response`, the conversation told what it said:
+/// an answer, or tool calls (those cut off by the token limit set apart: their arguments
+/// are broken, so they are never sent back).
+fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
+    let usage = response.usage.unwrap_or_default();
+    let mut calls = response.tool_calls;
+    let mut cut_off = Vec::new();
+    if response.finish == FinishReason::Length {
+        (calls, cut_off) = calls
+            .into_iter()
+            .partition(|call| arguments_object(&call.arguments).is_some());
+        if calls.is_empty() && response.text.trim().is_empty() && !cut_off.is_empty() {
+            return Reply {
+                step: None,
+                usage,
+                cut_off,
+            };
+        }
+    }
+    if calls.is_empty() {
+        conversation.push_assistant(response.text.clone(), Vec::new());
+        let step = Step::Answer {
+            text: response.text,
+            finish: response.finish,
+        };
+        return Reply {
+            step: Some(step),
+            usage,
+            cut_off,
+        };
+    }
+    // The history gets `{}` for arguments that are not a JSON object (providers reject
+    // them); the caller gets the model's own text, to report what was wrong with it.
+    let echoed: Vec<ToolCall> = calls
+        .iter()
+        .map(|call| ToolCall {
+            arguments: match arguments_object(&call.arguments) {
+                Some(_) if !call.arguments.trim().is_empty() => call.arguments.clone(),
+                _ => "{}".to_owned(),
+            },
+            ..call.clone()
+        })
+        .collect();
+    let with_ids = conversation.push_assistant(response.text, echoed);
+    let calls = calls
+        .into_iter()
+        .zip(with_ids)
+        .map(|(call, echoed)| ToolCall {
+            id: echoed.id,
+            ..call
+        })
+        .collect();
+    Reply {
+        step: Some(Step::ToolCalls(calls)),
+        usage,
+        cut_off,
     }
 }

@@ -2,16 +2,18 @@
 //! approval pauses, `stop_at` and `on_error` ends.
 
 use std::collections::BTreeSet;
+use std::ops::ControlFlow;
 
 use tracing::Instrument;
 
-use crate::CallContext;
 use crate::llm::{FinishReason, ToolCall, ToolChoice};
+use crate::source::CallContext;
 
 use super::approval::{Approval, Decision, PendingCall};
 use super::audit::AuditTrail;
-use super::execute::{self, Approved, InvalidCall, ToolExecution, check_call};
+use super::execute::{self, Approved, check_call};
 use super::guard::RepeatedFailure;
+use super::record::{InvalidCall, ToolExecution};
 use super::state::{RunState, Turn};
 use super::{
     Agent, AgentError, AgentEvent, Conversation, RunEnd, RunOptions, RunResult, Step, UnknownTool,
@@ -146,28 +148,10 @@ impl Agent {
                     let end = self
                         .finish_turn(conversation, &mut state, turn, options, events)
                         .await?;
-                    match end {
-                        TurnEnd::Continue => {}
-                        TurnEnd::Stop(text) => {
-                            return Ok(state.into_result(text, RunEnd::ReturnDirect));
-                        }
-                        TurnEnd::ToolFailed { tool, error } => {
-                            return Err(AgentError::ToolFailed {
-                                tool,
-                                error,
-                                record: state.into_record(),
-                            });
-                        }
-                        TurnEnd::RepeatedFailure(failed) => {
-                            return Err(AgentError::RepeatedFailure {
-                                tool: failed.tool,
-                                arguments: failed.arguments,
-                                error: failed.error,
-                                count: failed.count,
-                                record: state.into_record(),
-                            });
-                        }
-                    }
+                    state = match settle(end, state) {
+                        ControlFlow::Continue(state) => state,
+                        ControlFlow::Break(outcome) => return outcome,
+                    };
                 } else if state.is_waiting() {
                     let result = state.paused_result();
                     conversation.park_run(state);
@@ -179,39 +163,10 @@ impl Agent {
                         record: state.into_record(),
                     });
                 }
-                let first = state.rounds() == 0;
-                // After a repeated call the model has what it needs: no tools, so it answers.
-                let tools = if state.guard_mut().take_answer_next() {
-                    Vec::new()
-                } else {
-                    // A source whose tools changed during the last turn (an MCP server said
-                    // so) lists them again now, so the model is offered what exists.
-                    self.toolbox.refresh().await;
-                    self.offered(conversation.messages(), options)
-                };
-                let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
-                let tool_choice = if first {
-                    options.tool_choice.clone()
-                } else {
-                    after_first_round(&options.tool_choice)
-                };
-                let round = state.rounds() + 1;
-                let reply = self
-                    .request(conversation, tools, tool_choice, round, events)
+                let (step, offered, round) = self
+                    .next_step(conversation, &mut state, options, events)
                     .await?;
-                state.count_request(reply.usage);
-                let audit = self.audit_trail(&state);
-                let mut cut_off = Vec::new();
-                for call in &reply.cut_off {
-                    let invalid = self.cut_off(call, round);
-                    audit.invalid(&invalid)?;
-                    events(AgentEvent::InvalidCall { call: &invalid });
-                    cut_off.push(invalid);
-                }
-                for invalid in cut_off {
-                    state.push_invalid(invalid);
-                }
-                match reply.step {
+                match step {
                     None => {
                         return Err(AgentError::Truncated {
                             max_tokens: self.options.max_tokens,
@@ -235,6 +190,50 @@ impl Agent {
         }
         .instrument(span)
         .await
+    }
+
+    /// Asks the model for the next round, offering the tools that fit the conversation (none
+    /// after a repeated call: the model has what it needs, so it answers); records the calls
+    /// its answer cut off. Returns what it asked for, the tools offered, and the round.
+    async fn next_step(
+        &self,
+        conversation: &mut Conversation,
+        state: &mut RunState,
+        options: &RunOptions,
+        events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+    ) -> Result<(Option<Step>, BTreeSet<String>, usize), AgentError> {
+        let first = state.rounds() == 0;
+        let tools = if state.guard_mut().take_answer_next() {
+            Vec::new()
+        } else {
+            // A source whose tools changed during the last turn (an MCP server said so)
+            // lists them again now, so the model is offered what exists.
+            self.toolbox.refresh().await;
+            self.offered(conversation.messages(), options)
+        };
+        let offered: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let tool_choice = if first {
+            options.tool_choice.clone()
+        } else {
+            after_first_round(&options.tool_choice)
+        };
+        let round = state.rounds() + 1;
+        let reply = self
+            .request(conversation, tools, tool_choice, round, events)
+            .await?;
+        state.count_request(reply.usage);
+        let audit = self.audit_trail(state);
+        let mut cut_off = Vec::new();
+        for call in &reply.cut_off {
+            let invalid = self.cut_off(call, round);
+            audit.invalid(&invalid)?;
+            events(AgentEvent::InvalidCall { call: &invalid });
+            cut_off.push(invalid);
+        }
+        for invalid in cut_off {
+            state.push_invalid(invalid);
+        }
+        Ok((reply.step, offered, round))
     }
 
     /// The turn of `calls`, with the calls that need approval marked (those of tools approved
@@ -310,28 +309,7 @@ impl Agent {
             });
         }
         let audit = self.audit_trail(state);
-        let plans: Vec<Plan> = turn
-            .calls
-            .iter()
-            .map(|call| {
-                if let Some(invalid) = check_call(call, &turn.offered, round) {
-                    return Plan::Invalid(invalid);
-                }
-                if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
-                    return Plan::Answered(ToolExecution::repeat(call, earlier, round));
-                }
-                match turn.decision(&call.id) {
-                    None => Plan::Run(Approval::NotRequired),
-                    Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved),
-                    Some(Some(Decision::ApproveForRun)) => Plan::Run(Approval::ApprovedForRun),
-                    Some(Some(Decision::Reject { reason })) => {
-                        Plan::Answered(ToolExecution::rejected(call, reason, round))
-                    }
-                    // `take_ready_turn` hands out decided turns only.
-                    Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round)),
-                }
-            })
-            .collect();
+        let plans = plan_calls(&turn, state);
         // What is settled without running goes to the audit log first.
         for plan in &plans {
             match plan {
@@ -358,7 +336,7 @@ impl Agent {
                 _ => None,
             })
             .collect();
-        let mut ran = execute::execute_calls(
+        let ran = execute::execute_calls(
             &self.toolbox,
             &to_run,
             &context(options),
@@ -367,43 +345,20 @@ impl Agent {
             &audit,
             events,
         )
-        .await?
-        .into_iter();
+        .await?;
+        let (done, repeated_failure) = submit_results(conversation, state, &turn, plans, ran)?;
+        let end = self.turn_end(&done, repeated_failure);
+        state.push_executions(done);
+        Ok(end)
+    }
 
-        // Every result goes back, in call order.
-        let mut done = Vec::new();
-        let mut repeated_failure = None;
-        for (call, plan) in turn.calls.iter().zip(plans) {
-            let execution = match plan {
-                Plan::Invalid(invalid) => {
-                    conversation.submit(&call.id, Err(invalid.message.clone()))?;
-                    let failed = state.guard_mut().failed(
-                        &invalid.name,
-                        &invalid.arguments,
-                        &invalid.message,
-                    );
-                    repeated_failure = repeated_failure.or(failed);
-                    state.push_invalid(invalid);
-                    continue;
-                }
-                Plan::Answered(execution) => execution,
-                Plan::Run(_) => match ran.next() {
-                    Some(execution) => execution,
-                    None => continue,
-                },
-            };
-            conversation.submit_with_images(
-                &call.id,
-                execution.result(),
-                execution.images.clone(),
-            )?;
-            done.push(execution);
-        }
-        if done.iter().any(|e| e.repeat_of.is_some()) {
-            state.guard_mut().repeated();
-        }
-        let failed = state.guard_mut().record(&done);
-        let repeated_failure = repeated_failure.or(failed);
+    /// How the run goes on after a turn whose calls ended as `done`: a failure that fails
+    /// the run, a failure repeated too often, a tool that stops the run, or on.
+    fn turn_end(
+        &self,
+        done: &[ToolExecution],
+        repeated_failure: Option<RepeatedFailure>,
+    ) -> TurnEnd {
         let fail_run = done
             .iter()
             .filter(|e| self.options.fail_run.contains(&e.name))
@@ -413,7 +368,7 @@ impl Agent {
             .filter(|e| e.is_ok() && self.options.stop_at.contains(&e.name))
             .map(|e| e.output.as_str())
             .collect();
-        let end = if let Some((tool, error)) = fail_run {
+        if let Some((tool, error)) = fail_run {
             TurnEnd::ToolFailed { tool, error }
         } else if let Some(failed) = repeated_failure {
             TurnEnd::RepeatedFailure(failed)
@@ -421,9 +376,7 @@ impl Agent {
             TurnEnd::Stop(stop.join("\n"))
         } else {
             TurnEnd::Continue
-        };
-        state.push_executions(done);
-        Ok(end)
+        }
     }
 
     fn audit_trail<'a>(&'a self, state: &'a RunState) -> AuditTrail<'a> {
@@ -450,4 +403,100 @@ fn after_first_round(choice: &ToolChoice) -> ToolChoice {
         ToolChoice::Required | ToolChoice::Tool(_) => ToolChoice::Auto,
         other => other.clone(),
     }
+}
+
+/// How a finished turn leaves the run: on (with its state), or ended with a result or an
+/// error.
+fn settle(end: TurnEnd, state: RunState) -> ControlFlow<Result<RunResult, AgentError>, RunState> {
+    match end {
+        TurnEnd::Continue => ControlFlow::Continue(state),
+        TurnEnd::Stop(text) => {
+            ControlFlow::Break(Ok(state.into_result(text, RunEnd::ReturnDirect)))
+        }
+        TurnEnd::ToolFailed { tool, error } => ControlFlow::Break(Err(AgentError::ToolFailed {
+            tool,
+            error,
+            record: state.into_record(),
+        })),
+        TurnEnd::RepeatedFailure(failed) => ControlFlow::Break(Err(AgentError::RepeatedFailure {
+            tool: failed.tool,
+            arguments: failed.arguments,
+            error: failed.error,
+            count: failed.count,
+            record: state.into_record(),
+        })),
+    }
+}
+
+/// What becomes of each call of `turn`: invalid, answered without running (a repeat of an
+/// earlier call, or rejected), or run (with how it was approved).
+fn plan_calls(turn: &Turn, state: &RunState) -> Vec<Plan> {
+    let round = turn.round;
+    turn.calls
+        .iter()
+        .map(|call| {
+            if let Some(invalid) = check_call(call, &turn.offered, round) {
+                return Plan::Invalid(invalid);
+            }
+            if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
+                return Plan::Answered(ToolExecution::repeat(
+                    call,
+                    &earlier.call_id,
+                    &earlier.output,
+                    round,
+                ));
+            }
+            match turn.decision(&call.id) {
+                None => Plan::Run(Approval::NotRequired),
+                Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved),
+                Some(Some(Decision::ApproveForRun)) => Plan::Run(Approval::ApprovedForRun),
+                Some(Some(Decision::Reject { reason })) => {
+                    Plan::Answered(ToolExecution::rejected(call, reason, round))
+                }
+                // `take_ready_turn` hands out decided turns only.
+                Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round)),
+            }
+        })
+        .collect()
+}
+
+/// Sends every result of `turn` back to the model, in call order (`ran` holds the results
+/// of the calls that ran, in that order), and tells the guard; returns the executions and a
+/// failure repeated too often, if any.
+fn submit_results(
+    conversation: &mut Conversation,
+    state: &mut RunState,
+    turn: &Turn,
+    plans: Vec<Plan>,
+    ran: Vec<ToolExecution>,
+) -> Result<(Vec<ToolExecution>, Option<RepeatedFailure>), AgentError> {
+    let mut ran = ran.into_iter();
+    let mut done = Vec::new();
+    let mut repeated_failure = None;
+    for (call, plan) in turn.calls.iter().zip(plans) {
+        let execution = match plan {
+            Plan::Invalid(invalid) => {
+                conversation.submit(&call.id, Err(invalid.message.clone()))?;
+                let failed =
+                    state
+                        .guard_mut()
+                        .failed(&invalid.name, &invalid.arguments, &invalid.message);
+                repeated_failure = repeated_failure.or(failed);
+                state.push_invalid(invalid);
+                continue;
+            }
+            Plan::Answered(execution) => execution,
+            Plan::Run(_) => match ran.next() {
+                Some(execution) => execution,
+                None => continue,
+            },
+        };
+        conversation.submit_with_images(&call.id, execution.result(), execution.images.clone())?;
+        done.push(execution);
+    }
+    if done.iter().any(|e| e.repeat_of.is_some()) {
+        state.guard_mut().repeated();
+    }
+    let failed = state.guard_mut().record(&done);
+    Ok((done, repeated_failure.or(failed)))
 }

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{ToolCall, Usage};
 
 use super::approval::{Decision, PendingCall};
-use super::execute::{InvalidCall, ToolExecution};
 use super::guard::Guard;
+use super::record::{InvalidCall, ToolExecution};
 use super::{AgentError, RunEnd, RunRecord, RunResult};
 
 /// The state of a run between two steps of the loop. A run that pauses for approval leaves

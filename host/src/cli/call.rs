@@ -104,7 +104,7 @@ fn print_output(output: &ToolOutput) -> std::io::Result<()> {
         eprintln!(
             "[tool image] {}, {} (in --json output)",
             image.mime_type,
-            toolhost::sandbox::format_bytes(image.size() as u64)
+            toolhost::units::format_bytes(image.size() as u64)
         );
     }
     println(&output.text)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Value, json};
-use toolhost::sandbox::format_bytes;
+use toolhost::units::format_bytes;
 use toolhost::{CompileSource, ComponentConfig, LoadedComponent, Runtime, ToolSpec};
 
 use super::ExitStatus;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 use toolhost::mcp::server::{self, HttpOptions, McpServer, StdioOptions};
-use toolhost::sandbox::{ByteSize, HumanDuration};
+use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{Host, McpConfig, Runtime};
 
 use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};

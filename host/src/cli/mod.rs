@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
-use toolhost::sandbox::{ByteSize, DirGrant, EnvGrant, HostPattern, HumanDuration, LimitsConfig};
+use toolhost::sandbox::{DirGrant, EnvGrant, HostPattern, LimitsConfig};
+use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{ComponentConfig, Grants, HostBuilder, Runtime, RuntimeConfig};
 
 pub use output::{is_broken_pipe, print_error};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use toolhost::sandbox::format_bytes;
+use toolhost::units::format_bytes;
 use toolhost::{CompileEvent, CompileObserver};
 
 /// Components smaller than this compile in well under a second; no need to say so.

@@ -145,7 +145,7 @@ impl ModelArgs {
             max_rounds: self.max_rounds,
             system: self.system.clone(),
             stream: self.no_stream.then_some(false),
-            tools: self.tool_limit,
+            tool_limit: self.tool_limit,
             ..AgentConfig::default()
         }
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Value, json};
 use toolhost::mcp::client::{McpServer, McpTransport};
-use toolhost::sandbox::format_bytes;
+use toolhost::units::format_bytes;
 use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
 
 use super::ExitStatus;

@@ -28,8 +28,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::LoadError;
-use crate::bindings::wit;
+use crate::engine::bindings::wit;
+use crate::error::LoadError;
 
 /// Where a loaded component's tools came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,7 +40,7 @@ pub enum CompileSource {
     /// It was compiled now (and stored in the cache when there is one).
     Compiled {
         /// How long compiling took.
-        #[serde(rename = "took_ms", serialize_with = "crate::report::serialize_millis")]
+        #[serde(rename = "took_ms", serialize_with = "crate::units::serialize_millis")]
         took: Duration,
     },
 }
@@ -59,7 +59,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(root.join("components"))
 }
 
-/// Compiling a component, as reported to a [`CompileObserver`](crate::CompileObserver).
+/// Compiling a component, as reported to a [`CompileObserver`](crate::engine::runtime::CompileObserver).
 #[derive(Debug, Clone, Copy)]
 pub enum CompileEvent<'a> {
     /// Compiling `path` (`size` bytes) starts: it was not in the cache.

@@ -1,97 +1,28 @@
 //! Running one export of a component in a fresh, limited store, and turning whatever goes
 //! wrong into a [`CallError`].
 
-use std::collections::BTreeMap;
-use std::fmt;
-use std::future::poll_fn;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use wasmtime::{CallHook, Store, UpdateDeadline};
+use wasmtime::Store;
 
-use crate::bindings::{ToolboxPre, wit};
-use crate::error::TimeLimit;
-use crate::sandbox::{CapturedLog, Sandbox, StoreState};
-use crate::spare::Spare;
-use crate::{CallError, Runtime};
-
-/// What the embedding application passes with a call. Delivered to the tool, never shown to
-/// the model.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CallContext {
-    /// An identifier for the call, unique within a run (the model's tool-call id when there
-    /// is one).
-    pub call_id: String,
-    /// Key/value pairs such as a tenant or user id.
-    pub values: BTreeMap<String, String>,
-}
-
-/// A successful call's result, with what the tool logged.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ToolOutput {
-    /// The result text (JSON when the tool declares an output schema): what the model reads.
-    pub text: String,
-    /// The result as JSON, when the source gave it as such (an MCP server's
-    /// `structuredContent`); `text` then holds the same JSON.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured: Option<serde_json::Value>,
-    /// Images the tool returned (an MCP server's image content), sent to models that accept
-    /// images in tool results.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<ToolImage>,
-    /// What the tool wrote to stdout.
-    pub stdout: CapturedLog,
-    /// What the tool wrote to stderr.
-    pub stderr: CapturedLog,
-    /// How long the call took, instantiation included.
-    #[serde(
-        rename = "duration_ms",
-        serialize_with = "crate::report::serialize_millis"
-    )]
-    pub duration: Duration,
-}
-
-impl ToolOutput {
-    /// A result with `text` and nothing logged.
-    pub fn text(text: impl Into<String>, duration: Duration) -> Self {
-        Self {
-            text: text.into(),
-            structured: None,
-            images: Vec::new(),
-            stdout: CapturedLog::default(),
-            stderr: CapturedLog::default(),
-            duration,
-        }
-    }
-}
-
-/// An image in a tool's result.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ToolImage {
-    /// Its media type: `image/png`, `image/jpeg`, ...
-    pub mime_type: String,
-    /// The image bytes, base64-encoded (as MCP and the model APIs carry them).
-    pub data: String,
-}
-
-impl ToolImage {
-    /// How many bytes the image has, decoded (without decoding it).
-    pub fn size(&self) -> usize {
-        let padding = self.data.bytes().rev().take_while(|&b| b == b'=').count();
-        (self.data.len() / 4 * 3).saturating_sub(padding.min(2))
-    }
-}
+use super::bindings::{Toolbox, ToolboxPre, wit};
+use super::runtime::Runtime;
+use super::spare_instance::Spare;
+use crate::error::{CallError, TimeLimit};
+use crate::sandbox::limits::within;
+use crate::sandbox::store::{Failure, StoreState, verdict};
+use crate::sandbox::{CapturedLog, Limits, Sandbox};
+use crate::source::{CallContext, ToolOutput};
 
 /// Where the time of one call went, phase by phase, as
-/// [`LoadedComponent::call_profiled`](crate::LoadedComponent::call_profiled) measures it. The
+/// [`LoadedComponent::call_profiled`](crate::engine::component::LoadedComponent::call_profiled) measures it. The
 /// host's own cost is `store + instantiate + teardown` (and the host side of `call`); `init`
 /// and `in_wasm` are the component's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallPhases {
     /// Waiting for a free instance slot, when
-    /// [`RuntimeConfig::max_concurrent_calls`](crate::RuntimeConfig::max_concurrent_calls)
+    /// [`RuntimeConfig::max_concurrent_calls`](crate::engine::runtime::RuntimeConfig::max_concurrent_calls)
     /// calls were already running.
     pub queued: Duration,
     /// Setting up a fresh store: the WASI context with the component's grants (preopened
@@ -148,99 +79,6 @@ impl Laps {
     }
 }
 
-/// The time a profiled call's store spends in the component's code, told by the store's call
-/// hook: from each entry into WebAssembly to the matching return, the host functions and
-/// wasmtime library calls made meanwhile included (and also counted apart).
-#[derive(Debug, Default)]
-pub(crate) struct WasmClock {
-    depth: u32,
-    entered: Option<Instant>,
-    in_host_since: Option<Instant>,
-    total: Duration,
-    host: Duration,
-}
-
-impl WasmClock {
-    fn on(&mut self, hook: CallHook) {
-        match hook {
-            CallHook::CallingWasm => {
-                if self.depth == 0 {
-                    self.entered = Some(Instant::now());
-                }
-                self.depth += 1;
-            }
-            CallHook::ReturningFromWasm => {
-                self.depth = self.depth.saturating_sub(1);
-                if self.depth == 0
-                    && let Some(entered) = self.entered.take()
-                {
-                    self.total += entered.elapsed();
-                }
-            }
-            CallHook::CallingHost => {
-                if self.depth == 1 {
-                    self.in_host_since = Some(Instant::now());
-                }
-            }
-            CallHook::ReturningFromHost => {
-                if let Some(since) = self.in_host_since.take() {
-                    self.host += since.elapsed();
-                }
-            }
-        }
-    }
-
-    /// The time in the component's code, and of it in host functions, since the last take.
-    fn take(&mut self) -> (Duration, Duration) {
-        (
-            std::mem::take(&mut self.total),
-            std::mem::take(&mut self.host),
-        )
-    }
-}
-
-/// The error a store's epoch callback raises when the call has used up its CPU time.
-#[derive(Debug)]
-struct CpuTimeExceeded;
-
-impl fmt::Display for CpuTimeExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("CPU time budget exhausted")
-    }
-}
-
-impl std::error::Error for CpuTimeExceeded {}
-
-/// A fresh store for one call in `sandbox`: memory limiter on, and a CPU budget counted in
-/// epoch ticks; each tick of computing also yields to other tasks, which is what lets the
-/// wall-clock timeout and concurrent calls proceed while a tool spins.
-pub(crate) fn new_store(
-    runtime: &Runtime,
-    sandbox: &Sandbox,
-    profiled: bool,
-) -> anyhow::Result<Store<StoreState>> {
-    let cpu_ticks = runtime.ticks_for(sandbox.limits.cpu_time);
-    let state = sandbox.store_state(cpu_ticks, runtime.file_io_on_call_thread())?;
-    let mut store = Store::new(runtime.engine(), state);
-    if profiled {
-        store.call_hook(|mut context, hook| {
-            context.data_mut().wasm_clock.on(hook);
-            Ok(())
-        });
-    }
-    store.limiter(|state| &mut state.limiter);
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(|mut context| {
-        let state = context.data_mut();
-        if state.cpu_ticks_left == 0 {
-            return Err(CpuTimeExceeded.into());
-        }
-        state.cpu_ticks_left -= 1;
-        Ok(UpdateDeadline::Yield(1))
-    });
-    Ok(store)
-}
-
 /// Calls `describe` with nothing granted.
 pub(crate) async fn describe(
     runtime: &Runtime,
@@ -248,7 +86,7 @@ pub(crate) async fn describe(
     sandbox: &Sandbox,
 ) -> Result<Vec<wit::ToolSpec>, CallError> {
     let label = "describe";
-    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
         instance.toolhost_tool_tools().call_describe(store).await
     };
     let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None, None).await;
@@ -273,7 +111,7 @@ pub(crate) async fn call_tool(
         call_id: context.call_id.clone(),
         values: context.values.clone().into_iter().collect(),
     };
-    let body = async |instance: &crate::bindings::Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
         instance
             .toolhost_tool_tools()
             .call_call(store, tool, arguments, &wit_context)
@@ -327,7 +165,7 @@ async fn run<R>(
     pre: &ToolboxPre<StoreState>,
     sandbox: &Sandbox,
     tool: &str,
-    body: impl AsyncFnOnce(&crate::bindings::Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    body: impl AsyncFnOnce(&Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
     phases: Option<&mut CallPhases>,
     spare: Option<&Arc<Spare>>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
@@ -337,29 +175,25 @@ where
     let limits = sandbox.limits;
     let mut laps = Laps::new(phases.is_some());
     let deadline = tokio::time::Instant::now().checked_add(limits.timeout);
+    let unstarted = |error| (Err(error), CapturedLog::default(), CapturedLog::default());
     let Some(slot) = runtime.call_slot(deadline).await else {
-        let error = CallError::Timeout {
+        return unstarted(CallError::Timeout {
             tool: tool.to_owned(),
             kind: TimeLimit::Queued,
             limit: limits.timeout,
-        };
-        return (Err(error), CapturedLog::default(), CapturedLog::default());
+        });
     };
     let queued = laps.lap();
     // A profiled call measures the making of its instance: it takes no spare.
     let spare = spare.filter(|_| phases.is_none());
-    let (mut store, ready) = match spare.and_then(|spare| spare.take()) {
-        Some((store, instance)) => (store, Some(instance)),
-        None => match new_store(runtime, sandbox, phases.is_some()) {
-            Ok(store) => (store, None),
-            Err(source) => {
-                let error = CallError::Instantiate {
-                    tool: tool.to_owned(),
-                    source,
-                };
-                return (Err(error), CapturedLog::default(), CapturedLog::default());
-            }
-        },
+    let (mut store, ready) = match store_for(runtime, sandbox, spare, phases.is_some()) {
+        Ok(taken) => taken,
+        Err(source) => {
+            return unstarted(CallError::Instantiate {
+                tool: tool.to_owned(),
+                source,
+            });
+        }
     };
     let setup = laps.lap();
     // How long instantiating took, and of it the component's own code (and its host calls).
@@ -381,23 +215,7 @@ where
     let (in_wasm, call_host) = state.wasm_clock.take();
     let stdout = state.stdout.take();
     let stderr = state.stderr.take();
-    let tool = tool.to_owned();
-    let result = match outcome {
-        Err(_elapsed) => Err(CallError::Timeout {
-            tool,
-            kind: TimeLimit::WallClock,
-            limit: limits.timeout,
-        }),
-        Ok(Ok(value)) => match state.denials.first() {
-            Some(denial) if value.is_tool_error() => Err(CallError::CapabilityDenied {
-                tool,
-                capability: denial.what,
-                grant: denial.grant,
-            }),
-            _ => Ok(value),
-        },
-        Ok(Err(failure)) => Err(classify(failure, state, &limits, tool)),
-    };
+    let result = judge(outcome, state, &limits, tool);
     // Dropping the store resets the instance's memory and tables, and frees its slot: only
     // then may another call have it.
     match spare {
@@ -423,19 +241,44 @@ where
     (result, stdout, stderr)
 }
 
-/// `work`, stopped at `deadline`. The timer is set up only if `work` does not finish at its
-/// first poll, as a small tool's call does.
-async fn within<F: Future>(
-    deadline: Option<tokio::time::Instant>,
-    work: F,
-) -> Result<F::Output, tokio::time::error::Elapsed> {
-    let mut work = pin!(work);
-    if let Poll::Ready(output) = poll_fn(|cx| Poll::Ready(work.as_mut().poll(cx))).await {
-        return Ok(output);
+/// A store for a call in `sandbox`, with its instance when `spare` has one ready; else a
+/// fresh store, whose instance the call makes.
+fn store_for(
+    runtime: &Runtime,
+    sandbox: &Sandbox,
+    spare: Option<&Arc<Spare>>,
+    profiled: bool,
+) -> anyhow::Result<(Store<StoreState>, Option<Toolbox>)> {
+    match spare.and_then(|spare| spare.take()) {
+        Some((store, instance)) => Ok((store, Some(instance))),
+        None => Ok((runtime.new_store(sandbox, profiled)?, None)),
     }
-    match deadline {
-        Some(deadline) => tokio::time::timeout_at(deadline, work).await,
-        None => Ok(work.await),
+}
+
+/// The result of a call whose work ended in `outcome`: its value, or why there is none (the
+/// wall clock ran out, a capability was denied, or the sandbox's verdict on a failure).
+fn judge<R: ToolResult>(
+    outcome: Result<Result<R, Failure>, tokio::time::error::Elapsed>,
+    state: &StoreState,
+    limits: &Limits,
+    tool: &str,
+) -> Result<R, CallError> {
+    let tool = tool.to_owned();
+    match outcome {
+        Err(_elapsed) => Err(CallError::Timeout {
+            tool,
+            kind: TimeLimit::WallClock,
+            limit: limits.timeout,
+        }),
+        Ok(Ok(value)) => match state.denials.first() {
+            Some(denial) if value.is_tool_error() => Err(CallError::CapabilityDenied {
+                tool,
+                capability: denial.what,
+                grant: denial.grant,
+            }),
+            _ => Ok(value),
+        },
+        Ok(Err(failure)) => Err(verdict(failure, state, limits, tool)),
     }
 }
 
@@ -453,67 +296,6 @@ impl ToolResult for Vec<wit::ToolSpec> {
 impl ToolResult for Result<String, wit::ToolError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
-    }
-}
-
-enum Failure {
-    Start(wasmtime::Error),
-    Run(wasmtime::Error),
-}
-
-fn classify(
-    failure: Failure,
-    state: &StoreState,
-    limits: &crate::Limits,
-    tool: String,
-) -> CallError {
-    if state.limiter.exceeded {
-        return CallError::MemoryLimit {
-            tool,
-            limit: limits.memory,
-        };
-    }
-    let error = match failure {
-        Failure::Start(error) if error.is::<wasmtime::PoolConcurrencyLimitError>() => {
-            return CallError::Instantiate {
-                tool,
-                source: anyhow::Error::from(error).context(
-                    "the instance pool has no room left for this component's instances (core \
-                     instances, memories or tables); raise RuntimeConfig::max_concurrent_calls, \
-                     which the pool's room grows with",
-                ),
-            };
-        }
-        Failure::Start(error) => {
-            return CallError::Instantiate {
-                tool,
-                source: error.into(),
-            };
-        }
-        Failure::Run(error) => error,
-    };
-    if error.is::<CpuTimeExceeded>() {
-        return CallError::Timeout {
-            tool,
-            kind: TimeLimit::CpuTime,
-            limit: limits.cpu_time,
-        };
-    }
-    if let Some(denial) = state.denials.first() {
-        return CallError::CapabilityDenied {
-            tool,
-            capability: denial.what,
-            grant: denial.grant,
-        };
-    }
-    let trap = match error.downcast_ref::<wasmtime::Trap>() {
-        Some(trap) => format!("wasm trap: {trap}"),
-        None => format!("{error:#}"),
-    };
-    CallError::Trap {
-        tool,
-        trap,
-        stderr: None,
     }
 }
 

@@ -14,14 +14,21 @@ use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 use wasmtime::component::{Component, types::ComponentItem};
 
-use crate::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
-use crate::cache::{self, CompileEvent, CompileSource, ContentKey, Described};
-use crate::call::{self, CallPhases};
-use crate::sandbox::{Grants, Limits, Sandbox, StoreState};
+use super::describe;
+use crate::engine::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
+use crate::engine::cache;
+use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
+use crate::engine::call;
+use crate::engine::call::CallPhases;
+use crate::engine::runtime::Runtime;
+use crate::engine::spare_instance::Spare;
+use crate::error::{CallError, LoadError};
+use crate::manifest::Manifest;
+use crate::sandbox::store::StoreState;
+use crate::sandbox::{Grants, Limits, Sandbox};
+use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
-use crate::spare::Spare;
-use crate::spec::{self, ToolSpec};
-use crate::{CallContext, CallError, LoadError, Runtime, ToolOutput};
+use crate::spec::ToolSpec;
 
 /// What to load, and under which grants and limits it runs.
 #[derive(Debug, Clone)]
@@ -58,6 +65,33 @@ impl ComponentConfig {
             options: SourceOptions::default(),
             required: true,
         }
+    }
+
+    /// What to load for each component of `manifest`: paths resolved against its directory,
+    /// its `[limits]` over the defaults and each component's over those.
+    pub fn from_manifest(manifest: &Manifest) -> Vec<Self> {
+        let base = manifest.base_dir();
+        let defaults = manifest.limits.apply(Limits::default());
+        manifest
+            .components
+            .iter()
+            .map(|(name, entry)| {
+                let mut grants = entry.grants.clone();
+                grants.resolve_paths(&base);
+                Self {
+                    name: name.clone(),
+                    path: base.join(&entry.path),
+                    grants,
+                    limits: entry.limits.apply(defaults),
+                    options: SourceOptions {
+                        prefix: entry.prefix.clone(),
+                        include: entry.tools.clone(),
+                        exclude: entry.exclude.clone(),
+                    },
+                    required: entry.required,
+                }
+            })
+            .collect()
     }
 }
 
@@ -226,7 +260,7 @@ impl LoadedComponent {
     }
 
     /// Whether a spare instance is ready for the next call: made, never called, after an
-    /// earlier call ([`RuntimeConfig::spare_instances`](crate::RuntimeConfig::spare_instances)).
+    /// earlier call ([`RuntimeConfig::spare_instances`](crate::engine::runtime::RuntimeConfig::spare_instances)).
     pub fn has_spare_instance(&self) -> bool {
         self.spare.is_ready()
     }
@@ -388,7 +422,7 @@ fn check_tools(
         let raw = wit::ToolSpec::try_from(stored)
             .map_err(|problem| invalid(String::new(), format!("(cached): {problem}")))?;
         let name = raw.name.clone();
-        let spec = spec::check(raw).map_err(|problem| invalid(name.clone(), problem))?;
+        let spec = describe::check(raw).map_err(|problem| invalid(name.clone(), problem))?;
         if tools.iter().any(|t| t.name == spec.name) {
             return Err(invalid(name, "is described twice".to_owned()));
         }

@@ -8,10 +8,13 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::Linker;
-use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
+};
 
-use crate::cache::{CompileCache, CompileEvent, default_cache_dir};
-use crate::sandbox::StoreState;
+use super::cache::{CompileCache, CompileEvent, default_cache_dir};
+use crate::sandbox::Sandbox;
+use crate::sandbox::store::{StoreSettings, StoreState, new_store};
 
 /// Told when a component has to be compiled (it is not in the cache) and when that is over,
 /// so a command-line front end can show progress: compiling a 15 MB component takes seconds.
@@ -220,15 +223,17 @@ impl Runtime {
         self.inner.retiring.clone().try_acquire_owned().ok()
     }
 
-    /// Whether tools' file operations run on the call's thread.
-    pub(crate) fn file_io_on_call_thread(&self) -> bool {
-        self.inner.file_io_on_call_thread
-    }
-
-    /// How many epoch ticks of computing `budget` allows (at least one).
-    pub(crate) fn ticks_for(&self, budget: Duration) -> u64 {
-        let ticks = budget.as_nanos() / self.inner.epoch_tick.as_nanos().max(1);
-        u64::try_from(ticks).unwrap_or(u64::MAX).max(1)
+    /// A fresh store for one call in `sandbox`, its limits set (see [`new_store`]).
+    pub(crate) fn new_store(
+        &self,
+        sandbox: &Sandbox,
+        profiled: bool,
+    ) -> anyhow::Result<Store<StoreState>> {
+        let settings = StoreSettings {
+            epoch_tick: self.inner.epoch_tick,
+            file_io_on_call_thread: self.inner.file_io_on_call_thread,
+        };
+        new_store(&self.inner.engine, sandbox, settings, profiled)
     }
 }
 

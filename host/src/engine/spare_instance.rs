@@ -6,18 +6,18 @@
 //! A spare is as fresh as an instance made at the call: never called, made with the same
 //! grants and limits, its instantiation counted in the same CPU budget. Each component keeps
 //! at most one, and only once it has been called; how many components may keep one at a time
-//! is [`RuntimeConfig::spare_instances`](crate::RuntimeConfig::spare_instances).
+//! is [`RuntimeConfig::spare_instances`](crate::engine::runtime::RuntimeConfig::spare_instances).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use wasmtime::Store;
 
-use crate::Runtime;
-use crate::bindings::{Toolbox, ToolboxPre};
-use crate::call::new_store;
-use crate::runtime::{CallSlot, SpareSlot};
-use crate::sandbox::{Sandbox, StoreState};
+use crate::engine::bindings::{Toolbox, ToolboxPre};
+use crate::engine::runtime::Runtime;
+use crate::engine::runtime::{CallSlot, SpareSlot};
+use crate::sandbox::Sandbox;
+use crate::sandbox::store::StoreState;
 
 /// The spare instance of one component, and what it takes to make the next one.
 pub(crate) struct Spare {
@@ -120,7 +120,7 @@ impl Spare {
     /// instantiating fails (the call that makes its own instance will say why).
     async fn make(&self, pre: &ToolboxPre<StoreState>) -> Option<Ready> {
         let slot = self.runtime.spare_slot()?;
-        let mut store = match new_store(&self.runtime, &self.sandbox, false) {
+        let mut store = match self.runtime.new_store(&self.sandbox, false) {
             Ok(store) => store,
             Err(error) => return self.give_up(&error),
         };

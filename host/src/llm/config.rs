@@ -1,67 +1,19 @@
-//! Which model to talk to, and how to reach it: the manifest's `[model]` section (its
-//! connection keys), or `--model provider:name`.
-//!
-//! ```toml
-//! [model]
-//! provider = "openai"                    # local (default), openai or anthropic
-//! name = "gpt-4o-mini"
-//! base_url = "https://api.openai.com/v1" # any OpenAI-compatible server
-//! api_key_env = "OPENAI_API_KEY"         # the variable that holds the key
-//! ```
+//! Which model to talk to, and how to reach it: the connection keys of the manifest's
+//! `[model]` section ([`ModelSection`]), or `--model provider:name`.
 //!
 //! How the loop runs (temperature, max_rounds, system prompt, ...) is
 //! [`AgentConfig`](crate::agent::AgentConfig)'s, though the manifest writes it in `[model]` too.
 
 use std::sync::Arc;
 
-use serde::Deserialize;
-
 use super::local::{LocalModel, LocalServer, LocalServerConfig};
 use super::{AnthropicProvider, ApiKey, HttpOptions, OpenAiProvider, Provider, ProviderError};
-use crate::sandbox::HumanDuration;
-
-/// The kinds of provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// llama-server with Gemma 3 270M, started by the host.
-    #[default]
-    Local,
-    /// An OpenAI-compatible Chat Completions server.
-    OpenAi,
-    /// An Anthropic Messages server.
-    Anthropic,
-}
-
-impl std::str::FromStr for ProviderKind {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "local" => Ok(Self::Local),
-            "openai" => Ok(Self::OpenAi),
-            "anthropic" => Ok(Self::Anthropic),
-            other => Err(format!(
-                "`{other}` is not a provider; use local, openai or anthropic"
-            )),
-        }
-    }
-}
-
-/// The wire format the local server is spoken to in (it serves both).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LocalFormat {
-    /// OpenAI Chat Completions.
-    #[default]
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-}
+use crate::manifest::model::{LocalFormat, ModelSection, ProviderKind};
+use crate::units::HumanDuration;
 
 /// Which model, and how to reach it: the connection keys of a manifest's `[model]` section.
 /// Everything is optional: with nothing set, the host uses the local model.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelConfig {
     /// local, openai or anthropic.
     pub provider: Option<ProviderKind>,
@@ -82,6 +34,21 @@ pub struct ModelConfig {
     pub max_retries: Option<u32>,
     /// For the local model: which format to speak to it in (openai or anthropic).
     pub format: Option<LocalFormat>,
+}
+
+impl From<&ModelSection> for ModelConfig {
+    fn from(section: &ModelSection) -> Self {
+        Self {
+            provider: section.provider,
+            name: section.name.clone(),
+            base_url: section.base_url.clone(),
+            api_key_env: section.api_key_env.clone(),
+            api_key: section.api_key.clone(),
+            timeout: section.timeout,
+            max_retries: section.max_retries,
+            format: section.format,
+        }
+    }
 }
 
 impl ModelConfig {

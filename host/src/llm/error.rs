@@ -242,6 +242,45 @@ pub enum KeyOrigin {
     Variable(String),
 }
 
+/// What is wrong with an answer, in the words of the wire format's reader, and the cause
+/// when a lower parser (JSON, UTF-8) failed.
+#[derive(Debug)]
+pub(crate) struct WireError {
+    pub(crate) message: String,
+    pub(crate) source: Option<BoxError>,
+}
+
+impl WireError {
+    pub(crate) fn with_source(
+        message: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            message,
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+impl From<String> for WireError {
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            source: None,
+        }
+    }
+}
+
+/// The start of `text`, to quote in a message.
+pub(crate) fn excerpt(text: &str) -> String {
+    const MAX: usize = 200;
+    let text = text.trim();
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

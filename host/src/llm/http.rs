@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::error::KeyOrigin;
-use super::wire::{WireError, excerpt};
+use super::error::{WireError, excerpt};
 use super::{ProviderError, sse};
 
 /// How requests to a model server are made.

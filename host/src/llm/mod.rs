@@ -22,8 +22,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::manifest::model::{LocalFormat, ProviderKind};
 pub use anthropic::{Anthropic, AnthropicProvider};
-pub use config::{LocalFormat, ModelConfig, ProviderKind};
+pub use config::ModelConfig;
 pub(crate) use documents::documents;
 pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
@@ -66,7 +67,7 @@ pub enum Message {
         /// format that accepts images in tool results sends them as images; others say in
         /// the text that an image was returned.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        images: Vec<crate::ToolImage>,
+        images: Vec<crate::source::ToolImage>,
     },
 }
 
@@ -128,7 +129,7 @@ impl std::str::FromStr for ToolChoice {
             "auto" => Self::Auto,
             "none" => Self::None,
             "required" => Self::Required,
-            name if crate::is_valid_tool_name(name) => Self::Tool(name.to_owned()),
+            name if crate::spec::is_valid_tool_name(name) => Self::Tool(name.to_owned()),
             other => {
                 return Err(format!(
                     "`{other}` is not a tool choice; use auto, none, required or a tool's name"
@@ -228,11 +229,11 @@ impl fmt::Debug for dyn Provider {
 }
 
 /// What stands for an image in a tool result where the format cannot carry it.
-pub(crate) fn image_note(image: &crate::ToolImage) -> String {
+pub(crate) fn image_note(image: &crate::source::ToolImage) -> String {
     format!(
         "[the tool also returned an image ({}, {}), which cannot be shown here]",
         image.mime_type,
-        crate::sandbox::format_bytes(image.size() as u64)
+        crate::units::format_bytes(image.size() as u64)
     )
 }
 

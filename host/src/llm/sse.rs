@@ -7,7 +7,7 @@
 //! `eventsource-stream` holds back every event after an invalid UTF-8 byte until the stream
 //! ends. What they would replace is the 60 lines below.
 
-use super::wire::WireError;
+use super::error::WireError;
 
 /// One event: its type (`event:` field, empty when absent) and its data (`data:` lines joined
 /// with newlines).

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::error::BoxError;
+use super::error::{WireError, excerpt};
 use super::http::{HttpClient, HttpOptions};
 use super::sse::Event;
 use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
@@ -122,35 +122,6 @@ impl<F: WireFormat> Provider for WireProvider<F> {
     }
 }
 
-/// What is wrong with an answer, in the words of the wire format's reader, and the cause
-/// when a lower parser (JSON, UTF-8) failed.
-#[derive(Debug)]
-pub(crate) struct WireError {
-    pub(crate) message: String,
-    pub(crate) source: Option<BoxError>,
-}
-
-impl WireError {
-    pub(crate) fn with_source(
-        message: String,
-        source: impl std::error::Error + Send + Sync + 'static,
-    ) -> Self {
-        Self {
-            message,
-            source: Some(Box::new(source)),
-        }
-    }
-}
-
-impl From<String> for WireError {
-    fn from(message: String) -> Self {
-        Self {
-            message,
-            source: None,
-        }
-    }
-}
-
 /// Reads `value` as a `T`. What does not fit is named by its path in the JSON, prefixed by
 /// `within` (such as `a content_block_delta event`) when given:
 /// `choices[0].message.tool_calls[1].function.name is missing`, or
@@ -202,16 +173,6 @@ pub(crate) fn event_json(event: &Event) -> Result<Value, WireError> {
             source,
         )
     })
-}
-
-/// The start of `text`, to quote in a message.
-pub(crate) fn excerpt(text: &str) -> String {
-    const MAX: usize = 200;
-    let text = text.trim();
-    match text.char_indices().nth(MAX) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@
 //! name = "gpt-4o-mini"
 //! temperature = 0
 //! max_rounds = 10
-//! tools = 5                   # offer the 5 tools that best fit each request ("all": every one)
+//! tool_limit = 5              # offer the 5 tools that best fit each request ("all": every one)
 //!
 //! [tools.fs_read_file]        # options of one tool, by the name the model sees
 //! return_direct = true        # its result is the answer (like [model] stop_at)
@@ -70,57 +70,55 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::agent::{AgentConfig, ApprovalMode, ApprovalRules, AskFor, OnError};
-use crate::component::ComponentConfig;
-use crate::llm::ModelConfig;
-use crate::mcp::client::{McpServerConfig, McpServerEntry};
-use crate::sandbox::{Grants, Limits, LimitsConfig};
-use crate::source::SourceOptions;
+pub mod mcp_server;
+pub mod model;
+mod sections;
+
+pub use mcp_server::McpServerEntry;
+pub use model::ModelSection;
+pub use sections::{
+    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolAnnotations,
+    ToolOptions,
+};
+
+use crate::sandbox::{Grants, LimitsConfig};
 
 /// A parsed manifest.
+///
+/// Its types are plain data, as written; each feature turns its part into its own
+/// configuration (the engine a component's, the MCP client a server's, the model client and
+/// the loop their parts of `[model]`).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(from = "RawManifest")]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
-    /// Limits for every component, over [`Limits::default`].
+    /// Limits for every component, over [`Limits::default`](crate::sandbox::Limits).
+    #[serde(default)]
     pub limits: LimitsConfig,
     /// The components, by name.
+    #[serde(default)]
     pub components: BTreeMap<String, ComponentEntry>,
     /// The MCP servers, by name.
+    #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerEntry>,
-    /// The model `host run` and `host chat` talk to (the `[model]` section); the local one
-    /// when absent.
-    pub model: ModelConfig,
-    /// How the loop runs (also written in the `[model]` section: temperature, max_tokens,
-    /// max_rounds, system, stream, tools).
-    pub agent: AgentConfig,
+    /// The model `host run` and `host chat` talk to, and how the loop runs (the `[model]`
+    /// section); the local model with its defaults when absent.
+    #[serde(default)]
+    pub model: ModelSection,
     /// Options of single tools, by the name the model sees.
+    #[serde(default)]
     pub tools: BTreeMap<String, ToolOptions>,
     /// Which calls wait for approval, by what their tools hold (`[approval]`).
+    #[serde(default)]
     pub approval: ApprovalSection,
     /// Where every tool call is recorded (`[audit]`).
+    #[serde(default)]
     pub audit: Option<AuditSection>,
     /// How `host mcp` serves the tools (the `[mcp]` section).
+    #[serde(default)]
     pub mcp: McpConfig,
     /// The file it was read from, when it was read from one.
+    #[serde(skip)]
     pub path: Option<PathBuf>,
-}
-
-/// The `[approval]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalSection {
-    /// Calls of tools holding any of these wait for approval: `write-dir`, `read-dir`, `env`,
-    /// `http`, `socket`, `unsandboxed` (MCP servers and the application's own tools), `any`.
-    #[serde(default)]
-    pub ask_for: BTreeSet<AskFor>,
-}
-
-/// The `[audit]` section.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuditSection {
-    /// The log file (JSON lines, appended; relative to the manifest's directory).
-    pub path: PathBuf,
 }
 
 /// One component of a manifest.
@@ -151,61 +149,6 @@ pub struct ComponentEntry {
 
 fn yes() -> bool {
     true
-}
-
-/// How the tool-calling loop treats one tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolOptions {
-    /// The tool's result is the run's answer: no further model request (the same as naming
-    /// it in `[model] stop_at`).
-    #[serde(default)]
-    pub return_direct: bool,
-    /// Whether its calls wait for approval: `always`, or `never` (over `[approval]` rules).
-    #[serde(default)]
-    pub approval: Option<ApprovalMode>,
-    /// What its failure does: `to_model` (the default) or `fail_run`.
-    #[serde(default)]
-    pub on_error: OnError,
-    /// What an MCP client is told about the tool's behaviour (`host mcp`).
-    #[serde(default)]
-    pub annotations: Option<ToolAnnotations>,
-}
-
-/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
-/// call (MCP's tool annotations). Hints only: nothing enforces them; the grants do.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolAnnotations {
-    /// A human-readable title.
-    pub title: Option<String>,
-    /// It changes nothing outside itself (MCP `readOnlyHint`).
-    pub read_only: Option<bool>,
-    /// It may destroy or overwrite data (MCP `destructiveHint`).
-    pub destructive: Option<bool>,
-    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
-    pub idempotent: Option<bool>,
-    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
-    pub open_world: Option<bool>,
-}
-
-/// How `host mcp` serves the tools: the manifest's `[mcp]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// The keys of a request's `_meta` that reach the tool's call context (none by default):
-    /// a client's `{"_meta": {"tenant": "acme"}}` reaches the tool as `tenant=acme` when
-    /// `tenant` is listed. Other keys are dropped.
-    #[serde(default)]
-    pub pass_meta: BTreeSet<String>,
-}
-
-impl McpConfig {
-    /// This configuration with `other`'s keys added.
-    pub fn merged(mut self, other: McpConfig) -> Self {
-        self.pass_meta.extend(other.pass_meta);
-        self
-    }
 }
 
 /// Why a manifest could not be used.
@@ -242,73 +185,6 @@ pub enum ManifestError {
     },
 }
 
-/// The manifest as written: `[model]` holds both the model and the loop's settings.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawManifest {
-    #[serde(default)]
-    limits: LimitsConfig,
-    #[serde(default)]
-    components: BTreeMap<String, ComponentEntry>,
-    #[serde(default)]
-    mcp_servers: BTreeMap<String, McpServerEntry>,
-    #[serde(default)]
-    model: ModelSection,
-    #[serde(default)]
-    tools: BTreeMap<String, ToolOptions>,
-    #[serde(default)]
-    approval: ApprovalSection,
-    #[serde(default)]
-    audit: Option<AuditSection>,
-    #[serde(default)]
-    mcp: McpConfig,
-}
-
-#[derive(Default, Deserialize)]
-struct ModelSection {
-    #[serde(flatten)]
-    model: ModelConfig,
-    #[serde(flatten)]
-    agent: AgentConfig,
-}
-
-impl From<RawManifest> for Manifest {
-    fn from(raw: RawManifest) -> Self {
-        Self {
-            limits: raw.limits,
-            components: raw.components,
-            mcp_servers: raw.mcp_servers,
-            model: raw.model.model,
-            agent: raw.model.agent,
-            tools: raw.tools,
-            approval: raw.approval,
-            audit: raw.audit,
-            mcp: raw.mcp,
-            path: None,
-        }
-    }
-}
-
-/// The keys of the `[model]` section.
-const MODEL_KEYS: &[&str] = &[
-    "provider",
-    "name",
-    "base_url",
-    "api_key_env",
-    "api_key",
-    "timeout",
-    "max_retries",
-    "format",
-    "temperature",
-    "max_tokens",
-    "max_rounds",
-    "system",
-    "stream",
-    "stop_at",
-    "max_parallel_calls",
-    "tools",
-];
-
 impl Manifest {
     /// Reads and parses the manifest at `path`.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
@@ -326,25 +202,11 @@ impl Manifest {
 
     /// Parses `text` as the manifest at `path` (used to resolve relative paths).
     pub fn parse(text: &str, path: &Path) -> Result<Self, ManifestError> {
-        let parse_error = |source| ManifestError::Parse {
-            path: path.to_owned(),
-            source,
-        };
-        // `[model]` is read as two flattened parts, which cannot refuse unknown keys
-        // themselves: check them first, so a typo is an error that names it.
-        let table: toml::Table = toml::from_str(text).map_err(parse_error)?;
-        if let Some(toml::Value::Table(model)) = table.get("model")
-            && let Some(key) = model.keys().find(|key| !MODEL_KEYS.contains(&key.as_str()))
-        {
-            let message = format!(
-                "unknown field `{key}` in [model], expected one of {}",
-                MODEL_KEYS.join(", ")
-            );
-            return Err(parse_error(<toml::de::Error as serde::de::Error>::custom(
-                message,
-            )));
-        }
-        let mut manifest: Manifest = toml::from_str(text).map_err(parse_error)?;
+        let mut manifest: Manifest =
+            toml::from_str(text).map_err(|source| ManifestError::Parse {
+                path: path.to_owned(),
+                source,
+            })?;
         manifest.path = Some(path.to_owned());
         Ok(manifest)
     }
@@ -367,18 +229,6 @@ impl Manifest {
         self.tools_where(|options| options.on_error == OnError::FailRun)
     }
 
-    /// Which calls wait for approval: the `[approval]` rules and every tool's `approval`.
-    pub fn approval_rules(&self) -> ApprovalRules {
-        ApprovalRules {
-            tools: self
-                .tools
-                .iter()
-                .filter_map(|(name, options)| Some((name.clone(), options.approval?)))
-                .collect(),
-            ask_for: self.approval.ask_for.clone(),
-        }
-    }
-
     /// The audit log's path, resolved against the manifest's directory.
     pub fn audit_path(&self) -> Option<PathBuf> {
         self.audit
@@ -391,42 +241,6 @@ impl Manifest {
             .iter()
             .filter(|(_, options)| accept(options))
             .map(|(name, _)| name.clone())
-            .collect()
-    }
-
-    /// What to load for each component, with paths resolved and limits combined.
-    pub fn component_configs(&self) -> Vec<ComponentConfig> {
-        let base = self.base_dir();
-        let defaults = self.limits.apply(Limits::default());
-        self.components
-            .iter()
-            .map(|(name, entry)| {
-                let mut grants = entry.grants.clone();
-                grants.resolve_paths(&base);
-                ComponentConfig {
-                    name: name.clone(),
-                    path: base.join(&entry.path),
-                    grants,
-                    limits: entry.limits.apply(defaults),
-                    options: SourceOptions {
-                        prefix: entry.prefix.clone(),
-                        include: entry.tools.clone(),
-                        exclude: entry.exclude.clone(),
-                    },
-                    required: entry.required,
-                }
-            })
-            .collect()
-    }
-
-    /// How to start (or reach) each MCP server, with paths resolved and the manifest's
-    /// `[limits]` `timeout` and `max_result` as the defaults of its own.
-    pub fn mcp_server_configs(&self) -> Vec<McpServerConfig> {
-        let base = self.base_dir();
-        let defaults = self.limits.apply(Limits::default());
-        self.mcp_servers
-            .iter()
-            .map(|(name, entry)| entry.config(name, &base, defaults))
             .collect()
     }
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::sandbox::{EnvGrant, HostPattern};
+use crate::sandbox::{EnvGrant, HostPattern, Limits};
 
 const EXAMPLE: &str = r#"
     [limits]
@@ -36,7 +36,7 @@ fn parse(text: &str) -> Result<Manifest, ManifestError> {
 #[test]
 fn paths_resolve_against_the_manifest_and_limits_combine() {
     let manifest = parse(EXAMPLE).unwrap_or_else(|e| panic!("{e:?}"));
-    let configs = manifest.component_configs();
+    let configs = crate::engine::component::ComponentConfig::from_manifest(&manifest);
     let files = &configs[0];
     assert_eq!(files.name, "files");
     assert_eq!(files.path, PathBuf::from("/abs/files.wasm"));
@@ -66,9 +66,9 @@ fn the_model_section_holds_the_model_and_the_loop() {
         manifest.model.base_url.as_deref(),
         Some("http://127.0.0.1:1234/v1")
     );
-    assert_eq!(manifest.agent.temperature, Some(0.0));
-    assert_eq!(manifest.agent.max_rounds, Some(4));
-    assert_eq!(manifest.agent.system.as_deref(), Some("Be brief."));
+    assert_eq!(manifest.model.temperature, Some(0.0));
+    assert_eq!(manifest.model.max_rounds, Some(4));
+    assert_eq!(manifest.model.system.as_deref(), Some("Be brief."));
     assert_eq!(
         manifest.return_direct_tools(),
         BTreeSet::from(["fs_read_file".to_owned()])
@@ -94,20 +94,27 @@ fn every_model_key_is_read() {
         stream = false
         stop_at = ["add"]
         max_parallel_calls = 2
-        tools = 4
+        tool_limit = 4
     "#;
     let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
-    let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
-    assert_eq!(keys_in_text, MODEL_KEYS.len(), "the test sets every key");
-    let model = &manifest.model;
+    // Each key set in the text is read: the model client's part and the loop's part
+    // together hold one value per key.
+    let model = crate::llm::ModelConfig::from(&manifest.model);
     assert!(model.provider.is_some() && model.name.is_some() && model.base_url.is_some());
     assert!(model.api_key_env.is_some() && model.api_key.is_some() && model.timeout.is_some());
     assert!(model.max_retries.is_some() && model.format.is_some());
-    let agent = &manifest.agent;
+    let agent = crate::agent::AgentConfig::from(&manifest.model);
     assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
     assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
     assert!(agent.stop_at.is_some() && agent.max_parallel_calls.is_some());
-    assert_eq!(agent.tools, Some(crate::agent::ToolLimit::Top(4)));
+    assert_eq!(agent.tool_limit, Some(model::ToolLimit::Top(4)));
+    let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
+    let debug = format!("{:?}", manifest.model);
+    assert_eq!(
+        debug.matches(": Some(").count(),
+        keys_in_text,
+        "every key the test sets is a field of [model]: {debug}"
+    );
 }
 
 #[test]
@@ -157,7 +164,7 @@ fn approval_error_and_audit_settings_are_read() {
         "#,
     )
     .unwrap_or_else(|e| panic!("{e:?}"));
-    let rules = manifest.approval_rules();
+    let rules = crate::agent::ApprovalRules::from_manifest(&manifest);
     assert_eq!(rules.tools["write_note"], ApprovalMode::Always);
     assert_eq!(rules.tools["read_file"], ApprovalMode::Never);
     assert_eq!(
@@ -191,7 +198,7 @@ fn mcp_servers_take_the_manifest_limits_as_defaults() {
         required = false
     "#;
     let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
-    let configs = manifest.mcp_server_configs();
+    let configs = crate::mcp::client::McpServerConfig::from_manifest(&manifest);
     let remote = &configs[0];
     assert_eq!(remote.name, "remote");
     assert_eq!(remote.timeout, std::time::Duration::from_secs(1));

@@ -1,5 +1,6 @@
 //! The sandbox each call runs in: the grants of its component turned into a WASI context,
-//! `wasi:http` hooks, a socket check, a memory limiter and captured stdio.
+//! `wasi:http` hooks, a socket check, captured stdio, and the limits of every call: memory
+//! (a limiter), CPU time (epoch ticks), wall-clock time (a deadline), result and log sizes.
 //!
 //! Everything that can be decided once per component (checking that granted directories
 //! exist, reading inherited environment variables) is done when the component is loaded, in
@@ -7,69 +8,28 @@
 
 mod egress;
 mod grants;
-mod limits;
+pub(crate) mod limits;
 mod output;
+pub(crate) mod store;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use wasmtime::component::ResourceTable;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi::FsPerms;
 
 pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
-pub use limits::{ByteSize, HumanDuration, Limits, LimitsConfig, format_bytes};
+pub use limits::{Limits, LimitsConfig};
 pub use output::CapturedLog;
 
-pub(crate) use egress::Denials;
-pub(crate) use limits::MemoryLimiter;
-pub(crate) use output::LogPipe;
-
-use crate::LoadError;
-use crate::call::WasmClock;
-
-/// The data of every store: one call's WASI state and its bookkeeping.
-pub(crate) struct StoreState {
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-    table: ResourceTable,
-    egress: egress::HttpEgress,
-    pub(crate) limiter: MemoryLimiter,
-    /// Epoch ticks of computing the call may still use.
-    pub(crate) cpu_ticks_left: u64,
-    pub(crate) stdout: LogPipe,
-    pub(crate) stderr: LogPipe,
-    pub(crate) denials: Denials,
-    /// Time spent in WebAssembly, measured for profiled calls only.
-    pub(crate) wasm_clock: WasmClock,
-}
-
-impl WasiView for StoreState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for StoreState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.egress,
-        }
-    }
-}
+use crate::error::LoadError;
 
 /// A component's grants, checked and resolved, and its limits.
 #[derive(Debug, Clone)]
 pub(crate) struct Sandbox {
-    dirs: Vec<(PathBuf, String, FsPerms)>,
-    env: Vec<(String, String)>,
-    http: Arc<[HostPattern]>,
-    sockets: Arc<[HostPattern]>,
+    pub(super) dirs: Vec<(PathBuf, String, FsPerms)>,
+    pub(super) env: Vec<(String, String)>,
+    pub(super) http: Arc<[HostPattern]>,
+    pub(super) sockets: Arc<[HostPattern]>,
     pub(crate) limits: Limits,
 }
 
@@ -152,48 +112,5 @@ impl Sandbox {
             sockets: Arc::new([]),
             limits,
         }
-    }
-
-    /// A fresh state for one call: `cpu_ticks` of computing, and file operations on the call's
-    /// thread or handed to a thread pool.
-    pub(crate) fn store_state(
-        &self,
-        cpu_ticks: u64,
-        file_io_on_call_thread: bool,
-    ) -> anyhow::Result<StoreState> {
-        let stdout = LogPipe::new(self.limits.max_log);
-        let stderr = LogPipe::new(self.limits.max_log);
-        let denials = Denials::default();
-
-        let mut wasi = WasiCtx::builder();
-        wasi.stdout(stdout.clone()).stderr(stderr.clone());
-        wasi.envs(&self.env);
-        wasi.allow_blocking_current_thread(file_io_on_call_thread);
-        for (host, guest, perms) in &self.dirs {
-            wasi.preopened_dir(host, guest, *perms)?;
-        }
-        if !self.sockets.is_empty() {
-            wasi.allow_tcp(true)
-                .allow_udp(true)
-                .allow_ip_name_lookup(true)
-                .socket_addr_check(egress::socket_check(self.sockets.clone(), denials.clone()));
-        } else {
-            wasi.allow_tcp(false)
-                .allow_udp(false)
-                .allow_ip_name_lookup(false);
-        }
-
-        Ok(StoreState {
-            wasi: wasi.build(),
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
-            egress: egress::HttpEgress::new(self.http.clone(), denials.clone()),
-            limiter: MemoryLimiter::new(self.limits.memory),
-            cpu_ticks_left: cpu_ticks,
-            stdout,
-            stderr,
-            denials,
-            wasm_clock: WasmClock::default(),
-        })
     }
 }

@@ -4,7 +4,7 @@
 //! every tool definition in every request. [`ToolIndex`] ranks the tools against the
 //! conversation with BM25 (the ranking of search engines) over each tool's name, description
 //! and parameter names and descriptions, and the agent offers the best `k`
-//! ([`ToolLimit::Top`]): `[model] tools = 3` in a manifest, the local model's default.
+//! ([`ToolLimit::Top`]): `[model] tool_limit = 3` in a manifest, the local model's default.
 //!
 //! The query is what the user said: the last user message, and the ones before it at half
 //! weight (so that "and in Paris?" still finds the weather). Tool results and the model's own
@@ -31,12 +31,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::llm::Message;
-use crate::{Catalog, ToolSpec};
+use crate::spec::ToolSpec;
+use crate::toolbox::Catalog;
 
-mod limit;
 mod words;
-
-pub use limit::ToolLimit;
 
 use words::{
     JSON, PLACE, for_each_implied, for_each_inflected, for_each_word, parameter_text,

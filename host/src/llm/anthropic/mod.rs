@@ -8,16 +8,15 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::error::{WireError, excerpt};
 use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{
-    self, WireError, WireFormat, WireProvider, decode, event_json, excerpt, extra_fields,
-};
+use super::wire::{self, WireFormat, WireProvider, decode, event_json, extra_fields};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
     Usage, arguments_object, image_note,
 };
-use crate::ToolImage;
+use crate::source::ToolImage;
 use schema::{
     BlockDelta, BlockStart, ContentBlock, Delta, ImageSource, MessageDelta, MessageResponse,
     MessageStart, Request, RequestBlock, ResultBlock, Role, Tool, ToolChoiceParam,

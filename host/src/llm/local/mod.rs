@@ -52,7 +52,7 @@ impl Default for LocalServerConfig {
     /// `~/.cache/toolhost/llama`), or where `TOOLHOST_LLAMA_SERVER` and `TOOLHOST_LLAMA_MODEL`
     /// point.
     fn default() -> Self {
-        let root = crate::default_cache_dir()
+        let root = crate::engine::cache::default_cache_dir()
             .and_then(|components| components.parent().map(|p| p.join("llama")))
             .unwrap_or_else(|| PathBuf::from("llama"));
         let env_path = |name: &str| {

@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::error::{WireError, excerpt};
 use super::http::HttpOptions;
 use super::sse::Event;
-use super::wire::{
-    self, WireError, WireFormat, WireProvider, decode, event_json, excerpt, extra_fields,
-};
+use super::wire::{self, WireFormat, WireProvider, decode, event_json, extra_fields};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
     ToolDefinition, Usage,

@@ -2,7 +2,7 @@
 //! endpoint), the handshake and first listing within the startup timeout, what the host
 //! answers the server, and what became of a server that went away.
 
-use std::sync::atomic::Ordering;
+use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -16,7 +16,28 @@ use rmcp::transport::Transport;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 
-use super::{McpTransport, STOP_GRACE, Shared, http, max_answer, stdio};
+use super::config::McpServerConfig;
+use super::{http, stdio};
+use crate::manifest::mcp_server::McpTransport;
+use crate::sandbox::EnvGrant;
+
+/// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// An MCP server's answers may be longer than the result they carry (JSON escapes, the
+/// envelope); this much more than `max_result` is read before an answer counts as too large
+/// on its face. The result itself is then held to `max_result`.
+pub(super) fn max_answer(max_result: usize) -> usize {
+    max_result.saturating_mul(4).saturating_add(64 * 1024)
+}
+
+/// Whoever keeps the server's tools: told when the server says they changed.
+pub(super) trait ToolsWatcher: Send + Sync + 'static {
+    /// The tools changed: they are stale until listed again.
+    fn mark_stale(&self);
+    /// The tools changed: list them again now.
+    fn relist(self: Arc<Self>);
+}
 
 /// A connected server.
 pub(super) struct Connection {
@@ -25,24 +46,25 @@ pub(super) struct Connection {
 }
 
 /// Starts the server and lists its tools, within the startup timeout.
-pub(super) async fn connect(shared: &Arc<Shared>) -> anyhow::Result<(Connection, Vec<Tool>)> {
-    let config = &shared.config;
+pub(super) async fn connect(
+    config: &McpServerConfig,
+    tools: Weak<dyn ToolsWatcher>,
+) -> anyhow::Result<(Connection, Vec<Tool>)> {
     let watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync> = {
-        let shared = Arc::downgrade(shared);
+        let tools = tools.clone();
         Arc::new(move |message: &ServerJsonRpcMessage| {
             if is_list_changed(message)
-                && let Some(shared) = shared.upgrade()
+                && let Some(tools) = tools.upgrade()
             {
-                shared.stale.store(true, Ordering::Release);
+                tools.mark_stale();
             }
         })
     };
     let handler = Handler {
         server: config.name.clone().into(),
-        shared: Arc::downgrade(shared),
+        tools,
     };
     let limit = max_answer(config.max_result);
-    let timeout = config.startup_timeout;
     match &config.transport {
         McpTransport::Stdio {
             program,
@@ -50,41 +72,13 @@ pub(super) async fn connect(shared: &Arc<Shared>) -> anyhow::Result<(Connection,
             env,
             cwd,
         } => {
-            let (transport, process) = stdio::spawn(
-                &config.name,
+            let command = Command {
                 program,
                 args,
                 env,
-                cwd.as_deref(),
-                limit,
-                watcher,
-            )
-            .map_err(|error| anyhow!("cannot start `{}`: {error}", program.display()))?;
-            match tokio::time::timeout(timeout, start(handler, transport)).await {
-                Ok(Ok((service, tools))) => {
-                    let connection = Connection {
-                        service,
-                        process: Some(process),
-                    };
-                    shared.remember_identity(&connection);
-                    Ok((connection, tools))
-                }
-                Ok(Err(error)) => {
-                    let exit = exit_of(&process).await;
-                    Err(anyhow!(
-                        "{error}{}{}",
-                        exit.map(|exit| format!("; the server {exit}"))
-                            .unwrap_or_default(),
-                        stderr_note(&process)
-                    ))
-                }
-                Err(_) => Err(anyhow!(
-                    "it did not answer `initialize` and `tools/list` within {} (raise \
-                     `startup_timeout` if it needs longer){}",
-                    humantime::format_duration(timeout),
-                    stderr_note(&process)
-                )),
-            }
+                cwd: cwd.as_deref(),
+            };
+            connect_stdio(config, command, handler, limit, watcher).await
         }
         McpTransport::Http { url, headers } => {
             let transport = http::transport(url, headers, limit).map_err(anyhow::Error::msg)?;
@@ -92,23 +86,76 @@ pub(super) async fn connect(shared: &Arc<Shared>) -> anyhow::Result<(Connection,
                 inner: transport,
                 watcher,
             };
-            match tokio::time::timeout(timeout, start(handler, transport)).await {
+            match tokio::time::timeout(config.startup_timeout, start(handler, transport)).await {
                 Ok(Ok((service, tools))) => {
                     let connection = Connection {
                         service,
                         process: None,
                     };
-                    shared.remember_identity(&connection);
                     Ok((connection, tools))
                 }
                 Ok(Err(error)) => Err(error),
                 Err(_) => Err(anyhow!(
                     "it did not answer `initialize` and `tools/list` within {} (raise \
                      `startup_timeout` if it needs longer)",
-                    humantime::format_duration(timeout)
+                    humantime::format_duration(config.startup_timeout)
                 )),
             }
         }
+    }
+}
+
+/// How a stdio server is started.
+struct Command<'a> {
+    program: &'a Path,
+    args: &'a [String],
+    env: &'a [EnvGrant],
+    cwd: Option<&'a Path>,
+}
+
+/// Starts the server `command` names and lists its tools, within the startup timeout; a
+/// failure says how the process ended and what it wrote to stderr last.
+async fn connect_stdio(
+    config: &McpServerConfig,
+    command: Command<'_>,
+    handler: Handler,
+    limit: usize,
+    watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync>,
+) -> anyhow::Result<(Connection, Vec<Tool>)> {
+    let timeout = config.startup_timeout;
+    let (transport, process) = stdio::spawn(
+        &config.name,
+        command.program,
+        command.args,
+        command.env,
+        command.cwd,
+        limit,
+        watcher,
+    )
+    .map_err(|error| anyhow!("cannot start `{}`: {error}", command.program.display()))?;
+    match tokio::time::timeout(timeout, start(handler, transport)).await {
+        Ok(Ok((service, tools))) => {
+            let connection = Connection {
+                service,
+                process: Some(process),
+            };
+            Ok((connection, tools))
+        }
+        Ok(Err(error)) => {
+            let exit = exit_of(&process).await;
+            Err(anyhow!(
+                "{error}{}{}",
+                exit.map(|exit| format!("; the server {exit}"))
+                    .unwrap_or_default(),
+                stderr_note(&process)
+            ))
+        }
+        Err(_) => Err(anyhow!(
+            "it did not answer `initialize` and `tools/list` within {} (raise \
+             `startup_timeout` if it needs longer){}",
+            humantime::format_duration(timeout),
+            stderr_note(&process)
+        )),
     }
 }
 
@@ -214,7 +261,7 @@ impl Connection {
 #[derive(Clone)]
 pub(super) struct Handler {
     server: Arc<str>,
-    shared: Weak<Shared>,
+    tools: Weak<dyn ToolsWatcher>,
 }
 
 impl ClientHandler for Handler {
@@ -228,9 +275,9 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         // The transport already marked the tools stale; list them now rather than at the
         // next model turn, for whoever looks at them sooner.
-        if let Some(shared) = self.shared.upgrade() {
-            shared.stale.store(true, Ordering::Release);
-            tokio::spawn(async move { shared.refresh().await });
+        if let Some(tools) = self.tools.upgrade() {
+            tools.mark_stale();
+            tools.relist();
         }
     }
 

@@ -51,7 +51,7 @@ mod stdio;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use rmcp::ServiceError;
@@ -59,24 +59,16 @@ use rmcp::model::{CallToolRequestParams, ErrorCode, Tool};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use config::{
-    DEFAULT_STARTUP_TIMEOUT, INHERITED_ENV, McpServerConfig, McpServerEntry, McpTransport,
-};
+pub use config::{DEFAULT_STARTUP_TIMEOUT, INHERITED_ENV, McpServerConfig};
+// How a manifest writes a server, under the names the client's users know.
+pub use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
 
 use crate::error::TimeLimit;
+use crate::error::{CallError, LoadError};
+use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, ToolSource};
-use crate::{CallContext, CallError, LoadError, ToolOutput, ToolSpec};
-use connection::{Connection, connect};
-
-/// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM.
-const STOP_GRACE: Duration = Duration::from_secs(2);
-
-/// An MCP server's answers may be longer than the result they carry (JSON escapes, the
-/// envelope); this much more than `max_result` is read before an answer counts as too large
-/// on its face. The result itself is then held to `max_result`.
-fn max_answer(max_result: usize) -> usize {
-    max_result.saturating_mul(4).saturating_add(64 * 1024)
-}
+use crate::spec::ToolSpec;
+use connection::{Connection, ToolsWatcher, max_answer};
 
 /// The tools of one MCP server. See the [module documentation](self).
 pub struct McpServer {
@@ -122,6 +114,27 @@ pub struct ServerIdentity {
     pub protocol_version: String,
 }
 
+impl ToolsWatcher for Shared {
+    fn mark_stale(&self) {
+        self.stale.store(true, Ordering::Release);
+    }
+
+    fn relist(self: Arc<Self>) {
+        tokio::spawn(async move { self.refresh().await });
+    }
+}
+
+impl Shared {
+    /// Starts (or reaches) the server and lists its tools; remembers what it says it is.
+    async fn connect(self: &Arc<Self>) -> anyhow::Result<(Connection, Vec<Tool>)> {
+        let watcher: Arc<dyn ToolsWatcher> = self.clone();
+        let (connection, tools) =
+            connection::connect(&self.config, Arc::downgrade(&watcher)).await?;
+        self.remember_identity(&connection);
+        Ok((connection, tools))
+    }
+}
+
 impl McpServer {
     /// Starts (or connects to) the server `config` names and lists its tools. The error
     /// says why it failed: the program that cannot be started, the server's exit status and
@@ -142,7 +155,7 @@ impl McpServer {
             restarted: AtomicBool::new(false),
             identity: RwLock::new(None),
         });
-        let (connection, tools) = connect(&shared).await.map_err(|source| LoadError::Source {
+        let (connection, tools) = shared.connect().await.map_err(|source| LoadError::Source {
             origin: format!("{} ({})", shared.origin, shared.config.endpoint()),
             source,
         })?;
@@ -312,7 +325,7 @@ impl Shared {
             "MCP server `{}` stopped (it {fate}); restarting it",
             self.name()
         );
-        match connect(self).await {
+        match self.connect().await {
             Ok((connection, tools)) => {
                 self.set_tools(&tools);
                 let connection = Arc::new(connection);
@@ -380,50 +393,45 @@ impl Shared {
         }
     }
 
+    /// What the server's error answer to a call means: a result too large for the host's
+    /// stdio reader, a malformed message, invalid arguments, or the tool's own failure.
+    fn refused(&self, tool: String, error: rmcp::ErrorData) -> CallError {
+        let data = |key: &str| error.data.as_ref().and_then(|data| data.get(key));
+        match data("toolhost").and_then(Value::as_str) {
+            Some(stdio::TOO_LARGE) => CallError::ResultTooLarge {
+                tool,
+                size: data("size")
+                    .and_then(Value::as_u64)
+                    .map_or(usize::MAX, |size| {
+                        usize::try_from(size).unwrap_or(usize::MAX)
+                    }),
+                limit: self.config.max_result,
+            },
+            Some(_) => CallError::Unavailable {
+                tool,
+                message: format!(
+                    "MCP server `{}` answered with a malformed message: {}",
+                    self.name(),
+                    error.message
+                ),
+                source: None,
+            },
+            None if error.code == ErrorCode::INVALID_PARAMS => CallError::InvalidArguments {
+                tool,
+                message: error.message.into_owned(),
+            },
+            None => CallError::ToolFailed {
+                tool,
+                message: format!("{} (MCP error {})", error.message, error.code.0),
+            },
+        }
+    }
+
     /// Why a call that got no result failed.
     async fn failed(&self, tool: &str, connection: &Connection, error: ServiceError) -> CallError {
         let tool = tool.to_owned();
         match error {
-            ServiceError::McpError(error) => {
-                let marker = error
-                    .data
-                    .as_ref()
-                    .and_then(|data| data.get("toolhost"))
-                    .and_then(Value::as_str);
-                match marker {
-                    Some(stdio::TOO_LARGE) => CallError::ResultTooLarge {
-                        tool,
-                        size: error
-                            .data
-                            .as_ref()
-                            .and_then(|data| data.get("size"))
-                            .and_then(Value::as_u64)
-                            .map_or(usize::MAX, |size| {
-                                usize::try_from(size).unwrap_or(usize::MAX)
-                            }),
-                        limit: self.config.max_result,
-                    },
-                    Some(_) => CallError::Unavailable {
-                        tool,
-                        message: format!(
-                            "MCP server `{}` answered with a malformed message: {}",
-                            self.name(),
-                            error.message
-                        ),
-                        source: None,
-                    },
-                    None if error.code == ErrorCode::INVALID_PARAMS => {
-                        CallError::InvalidArguments {
-                            tool,
-                            message: error.message.into_owned(),
-                        }
-                    }
-                    None => CallError::ToolFailed {
-                        tool,
-                        message: format!("{} (MCP error {})", error.message, error.code.0),
-                    },
-                }
-            }
+            ServiceError::McpError(error) => self.refused(tool, error),
             ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 if connection.is_closed() || connection.process.is_some() =>
             {
@@ -444,7 +452,7 @@ impl Shared {
             }
             // Over HTTP, a JSON answer over the transport's bound is refused by rmcp...
             ServiceError::TransportSend(error)
-                if crate::report::chain(&error).contains("exceeded the maximum size") =>
+                if crate::error::chain(&error).contains("exceeded the maximum size") =>
             {
                 CallError::ResultTooLarge {
                     tool,
@@ -460,7 +468,7 @@ impl Shared {
                      whose answer is over {} is cut off this way: raise `max_result` if its \
                      results are that large)",
                     self.name(),
-                    crate::sandbox::format_bytes(max_answer(self.config.max_result) as u64)
+                    crate::units::format_bytes(max_answer(self.config.max_result) as u64)
                 ),
                 source: None,
             },
@@ -479,7 +487,7 @@ impl Shared {
                 message: format!(
                     "the call to MCP server `{}` failed: {}",
                     self.name(),
-                    crate::report::chain(&other)
+                    crate::error::chain(&other)
                 ),
                 source: None,
             },

@@ -6,9 +6,11 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
 use serde_json::Value;
 
-use crate::sandbox::format_bytes;
+use crate::error::CallError;
+use crate::source::{ToolImage, ToolOutput};
+use crate::spec::ToolSpec;
 use crate::spec::is_valid_tool_name;
-use crate::{CallError, ToolImage, ToolOutput, ToolSpec};
+use crate::units::format_bytes;
 
 /// A server's tool as toolhost offers it: its spec (under a name models can call), and the
 /// name the server knows it by.
@@ -68,6 +70,26 @@ fn content_kind(value: &impl serde::Serialize) -> String {
         .unwrap_or_else(|| "an unknown kind".to_owned())
 }
 
+/// An embedded resource as the model reads it: a text resource whole, a binary one named.
+fn resource_text(resource: ResourceContents) -> String {
+    match resource {
+        ResourceContents::TextResourceContents { uri, text, .. } => {
+            format!("[resource {uri}]\n{text}")
+        }
+        ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => format!(
+            "[resource {uri} ({}, {}) not shown]",
+            mime_type.as_deref().unwrap_or("binary"),
+            format_bytes((blob.len() / 4 * 3) as u64)
+        ),
+        other => format!("[resource not shown: {}]", content_kind(&other)),
+    }
+}
+
 /// A `tools/call` result: its text for the model, its `structuredContent`, its images; an
 /// `isError` result is a [`CallError::ToolFailed`] with its text. Everything together must
 /// fit in `max_result` bytes.
@@ -101,22 +123,7 @@ pub(super) fn output(
                 audio.mime_type,
                 format_bytes((audio.data.len() / 4 * 3) as u64)
             )),
-            ContentBlock::Resource(embedded) => parts.push(match embedded.resource {
-                ResourceContents::TextResourceContents { uri, text, .. } => {
-                    format!("[resource {uri}]\n{text}")
-                }
-                ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob,
-                    ..
-                } => format!(
-                    "[resource {uri} ({}, {}) not shown]",
-                    mime_type.as_deref().unwrap_or("binary"),
-                    format_bytes((blob.len() / 4 * 3) as u64)
-                ),
-                other => format!("[resource not shown: {}]", content_kind(&other)),
-            }),
+            ContentBlock::Resource(embedded) => parts.push(resource_text(embedded.resource)),
             ContentBlock::ResourceLink(link) => {
                 let about = link
                     .description

@@ -16,7 +16,7 @@
 //! ```
 //!
 //! `tools/list` answers the toolbox's catalog, in its order; `tools/call` runs a tool through
-//! [`Toolbox::call`](crate::Toolbox::call): the arguments are checked against the schema, and
+//! [`Toolbox::call`](crate::toolbox::Toolbox::call): the arguments are checked against the schema, and
 //! a component's tool runs in a fresh sandboxed instance under its grants and limits. What a
 //! call can get wrong (invalid arguments, a failure, a denied capability, a timeout, a trap)
 //! is an `isError` result with the text a model is shown; an unknown tool is a JSON-RPC error
@@ -52,8 +52,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use crate::error::{CallError, ErrorKind};
+use crate::host::Host;
 use crate::sandbox::CapturedLog;
-use crate::{CallContext, CallError, ErrorKind, Host, ToolOutput};
+use crate::source::{CallContext, ToolOutput};
 
 pub use http::{HttpOptions, serve_http};
 pub use stdio::{StdioOptions, serve_lines, serve_stdio};
@@ -249,7 +251,7 @@ impl McpServer {
                     ErrorKind::InvalidArguments | ErrorKind::ToolFailed => {
                         tracing::info!("{error}");
                     }
-                    _ => tracing::warn!("{}", crate::report::chain(&error)),
+                    _ => tracing::warn!("{}", crate::error::chain(&error)),
                 }
                 (error.kind().as_str(), error_result(error.model_message()))
             }

@@ -7,7 +7,11 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::{Catalog, Host, ToolOutput};
+use crate::host::Host;
+
+use crate::source::ToolOutput;
+
+use crate::toolbox::Catalog;
 
 /// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
 /// shaped. Made again when the catalog changes.

@@ -1,0 +1,121 @@
+//! The manifest's smaller sections: `[tools.NAME]`, `[approval]`, `[audit]` and `[mcp]`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The `[approval]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSection {
+    /// Calls of tools holding any of these wait for approval: `write-dir`, `read-dir`, `env`,
+    /// `http`, `socket`, `unsandboxed` (MCP servers and the application's own tools), `any`.
+    #[serde(default)]
+    pub ask_for: BTreeSet<AskFor>,
+}
+
+/// The `[audit]` section.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSection {
+    /// The log file (JSON lines, appended; relative to the manifest's directory).
+    pub path: PathBuf,
+}
+
+/// How the tool-calling loop treats one tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOptions {
+    /// The tool's result is the run's answer: no further model request (the same as naming
+    /// it in `[model] stop_at`).
+    #[serde(default)]
+    pub return_direct: bool,
+    /// Whether its calls wait for approval: `always`, or `never` (over `[approval]` rules).
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
+    /// What its failure does: `to_model` (the default) or `fail_run`.
+    #[serde(default)]
+    pub on_error: OnError,
+    /// What an MCP client is told about the tool's behaviour (`host mcp`).
+    #[serde(default)]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
+/// call (MCP's tool annotations). Hints only: nothing enforces them; the grants do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// It changes nothing outside itself (MCP `readOnlyHint`).
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite data (MCP `destructiveHint`).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
+    pub open_world: Option<bool>,
+}
+
+/// How `host mcp` serves the tools: the manifest's `[mcp]` section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// The keys of a request's `_meta` that reach the tool's call context (none by default):
+    /// a client's `{"_meta": {"tenant": "acme"}}` reaches the tool as `tenant=acme` when
+    /// `tenant` is listed. Other keys are dropped.
+    #[serde(default)]
+    pub pass_meta: BTreeSet<String>,
+}
+
+impl McpConfig {
+    /// This configuration with `other`'s keys added.
+    pub fn merged(mut self, other: McpConfig) -> Self {
+        self.pass_meta.extend(other.pass_meta);
+        self
+    }
+}
+
+/// What a tool's failure does to the run (a manifest's `on_error` under `[tools.NAME]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// The model gets the error as the call's result, and the run goes on.
+    #[default]
+    ToModel,
+    /// The run ends with the error.
+    FailRun,
+}
+
+/// Whether calls of one tool wait for approval, over the `[approval] ask_for` rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMode {
+    /// Every call waits for approval.
+    Always,
+    /// No call does, whatever the rules say.
+    Never,
+}
+
+/// What a tool may hold that makes its calls wait for approval, in an `[approval] ask_for`
+/// rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AskFor {
+    /// Every tool.
+    Any,
+    /// Tools that do not run in the sandbox (MCP servers, the application's own functions).
+    Unsandboxed,
+    /// A granted directory, read-only or writable.
+    ReadDir,
+    /// A granted writable directory.
+    WriteDir,
+    /// A granted environment variable.
+    Env,
+    /// Granted outgoing HTTP.
+    Http,
+    /// Granted sockets.
+    Socket,
+}
