@@ -52,10 +52,11 @@ eval *FLAGS: build tools
     scripts/setup-local-llm.sh
     "${CARGO_TARGET_DIR:-target}/debug/eval" {{FLAGS}}
 
-# Formatting and clippy, as CI checks them.
+# Formatting, clippy, and the library's structure (docs/architecture.md), as CI checks them.
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    python3 scripts/check-structure.py
 
 # Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time,
 # and `host mcp` against a minimal MCP server (`BENCH=mcp just bench` for that part alone).

@@ -34,7 +34,10 @@
 //! invalid arguments, tool failure, denied capability, timeout, memory limit, oversized
 //! result, crash). None of them takes the host down.
 
+#![warn(missing_docs)]
+
 pub mod agent;
+mod arguments;
 mod engine;
 mod error;
 mod host;
@@ -52,6 +55,7 @@ pub mod units;
 
 // The names an embedding application uses most, at the crate's root. Code inside the crate
 // imports each from the module that defines it.
+pub use arguments::{Arguments, ArgumentsError};
 pub use engine::cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use engine::call::CallPhases;
 pub use engine::component::{ComponentConfig, LoadedComponent};

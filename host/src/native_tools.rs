@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::arguments::Arguments;
 use crate::error::CallError;
 use crate::error::TimeLimit;
 use crate::sandbox::Limits;
@@ -160,7 +161,7 @@ impl NativeTools {
     async fn run(
         &self,
         tool: &str,
-        arguments: &str,
+        arguments: &Arguments,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         let started = Instant::now();
@@ -174,12 +175,8 @@ impl NativeTools {
                     .collect(),
             });
         };
-        let arguments: Value =
-            serde_json::from_str(arguments).map_err(|e| CallError::InvalidArguments {
-                tool: tool.to_owned(),
-                message: e.to_string(),
-            })?;
-        let running = AssertUnwindSafe(handler(arguments, context.clone())).catch_unwind();
+        let running =
+            AssertUnwindSafe(handler(arguments.value().clone(), context.clone())).catch_unwind();
         let value = match tokio::time::timeout(self.timeout, running).await {
             Err(_) => {
                 return Err(CallError::Timeout {
@@ -260,7 +257,7 @@ impl ToolSource for NativeTools {
     fn call<'a>(
         &'a self,
         tool: &'a str,
-        arguments: &'a str,
+        arguments: &'a Arguments,
         context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         Box::pin(self.run(tool, arguments, context))
@@ -285,6 +282,10 @@ fn schema_for<T: JsonSchema>() -> Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(text: &str) -> Arguments {
+        Arguments::parse(text).expect("test arguments are a JSON object")
+    }
 
     #[derive(serde::Deserialize, JsonSchema)]
     struct Pair {
@@ -332,11 +333,13 @@ mod tests {
         assert!(specs[1].output_schema.is_none(), "a string is plain text");
 
         let context = CallContext::default();
-        let sum = tools.call("add", r#"{"a": 2, "b": 40}"#, &context).await;
+        let sum = tools
+            .call("add", &args(r#"{"a": 2, "b": 40}"#), &context)
+            .await;
         let sum = sum.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(sum.text, r#"{"sum":42.0}"#);
         assert_eq!(sum.structured, Some(serde_json::json!({"sum": 42.0})));
-        let hello = tools.call("greet", "{}", &context).await;
+        let hello = tools.call("greet", &args("{}"), &context).await;
         assert_eq!(hello.map(|o| o.text).ok().as_deref(), Some("hello"));
     }
 
@@ -345,7 +348,7 @@ mod tests {
         let tools = tools();
         let context = CallContext::default();
         let failed = tools
-            .call("fail", r#"{"a": 1, "b": 2}"#, &context)
+            .call("fail", &args(r#"{"a": 1, "b": 2}"#), &context)
             .await
             .unwrap_err();
         assert!(
@@ -353,7 +356,7 @@ mod tests {
             "{failed}"
         );
         let panicked = tools
-            .call("panic", r#"{"a": 1, "b": 2}"#, &context)
+            .call("panic", &args(r#"{"a": 1, "b": 2}"#), &context)
             .await
             .unwrap_err();
         assert!(
@@ -361,7 +364,7 @@ mod tests {
             "{panicked}"
         );
         let bad = tools
-            .call("add", r#"{"a": "x", "b": 2}"#, &context)
+            .call("add", &args(r#"{"a": "x", "b": 2}"#), &context)
             .await
             .unwrap_err();
         assert_eq!(
@@ -376,7 +379,7 @@ mod tests {
             })
             .timeout(Duration::from_millis(10));
         let error = slow
-            .call("wait", r#"{"a": 1, "b": 2}"#, &context)
+            .call("wait", &args(r#"{"a": 1, "b": 2}"#), &context)
             .await
             .unwrap_err();
         assert_eq!(error.kind(), crate::error::ErrorKind::Timeout, "{error}");

@@ -18,6 +18,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+use crate::arguments::Arguments;
 use crate::error::CallError;
 use crate::sandbox::{CapturedLog, Grants};
 use crate::spec::ToolSpec;
@@ -30,12 +31,12 @@ pub trait ToolSource: Send + Sync {
     /// The tools it offers, under its own names.
     fn tools(&self) -> Vec<ToolSpec>;
 
-    /// Runs its tool `tool` with `arguments`, a JSON object as text that the toolbox has
-    /// checked against the tool's input schema.
+    /// Runs its tool `tool` with `arguments`, which the toolbox has checked against the
+    /// tool's input schema.
     fn call<'a>(
         &'a self,
         tool: &'a str,
-        arguments: &'a str,
+        arguments: &'a Arguments,
         context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>>;
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::arguments::{Arguments, ArgumentsError};
 use crate::engine::component::{ComponentConfig, LoadedComponent};
 use crate::engine::runtime::Runtime;
 use crate::error::{CallError, LoadError};
@@ -439,28 +440,52 @@ impl Toolbox {
             .map(|_| ())
     }
 
-    /// Checks `arguments` (a JSON object as text) against the schema of tool `name`, without
-    /// running it. Empty arguments count as `{}`, as several models send them for tools that
-    /// take none.
-    pub fn check_arguments(&self, name: &str, arguments: &str) -> Result<Value, CallError> {
+    /// Checks `arguments` against the schema of tool `name`, without running it.
+    pub fn check_arguments(&self, name: &str, arguments: &Arguments) -> Result<(), CallError> {
         check(&self.catalog(), name, arguments)
     }
 
-    /// Calls tool `name` with `arguments` (a JSON object as text). The arguments are checked
-    /// against the tool's schema first; when they do not fit, the tool does not run.
+    /// Calls tool `name` with `arguments`, a JSON object as text (empty text is `{}`, as
+    /// several models send for tools that take none): parses them, then
+    /// [`call_parsed`](Self::call_parsed).
     pub async fn call(
         &self,
         name: &str,
         arguments: &str,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
+        let arguments = match Arguments::parse(arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => {
+                let catalog = self.catalog();
+                let message = match error {
+                    ArgumentsError::NotJson(e) => {
+                        format!("the arguments are not valid JSON ({e})")
+                    }
+                    other => other.to_string(),
+                };
+                return Err(match catalog.index.get(name) {
+                    Some(_) => invalid_arguments(&catalog, name, message),
+                    None => CallError::UnknownTool {
+                        name: name.to_owned(),
+                        available: catalog.names(),
+                    },
+                });
+            }
+        };
+        self.call_parsed(name, &arguments, context).await
+    }
+
+    /// Calls tool `name` with `arguments`. They are checked against the tool's schema first;
+    /// when they do not fit, the tool does not run.
+    pub async fn call_parsed(
+        &self,
+        name: &str,
+        arguments: &Arguments,
+        context: &CallContext,
+    ) -> Result<ToolOutput, CallError> {
         let catalog = self.catalog();
         check(&catalog, name, arguments)?;
-        let arguments = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
         self.route(&catalog, name, arguments, context).await
     }
 
@@ -473,14 +498,15 @@ impl Toolbox {
         arguments: &str,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
-        self.route(&self.catalog(), name, arguments, context).await
+        let arguments = Arguments::unchecked(arguments);
+        self.route(&self.catalog(), name, &arguments, context).await
     }
 
     async fn route(
         &self,
         catalog: &Catalog,
         name: &str,
-        arguments: &str,
+        arguments: &Arguments,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         let Some(&at) = catalog.index.get(name) else {
@@ -522,7 +548,7 @@ impl Toolbox {
     }
 }
 
-fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallError> {
+fn check(catalog: &Catalog, name: &str, arguments: &Arguments) -> Result<(), CallError> {
     let Some(&at) = catalog.index.get(name) else {
         return Err(CallError::UnknownTool {
             name: name.to_owned(),
@@ -530,27 +556,13 @@ fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallEr
         });
     };
     let validator = &catalog.entries[at].validator;
-    let text = if arguments.trim().is_empty() {
-        "{}"
-    } else {
-        arguments
-    };
-    // Every message ends with what to send instead.
-    let invalid = |message: String| CallError::InvalidArguments {
-        tool: name.to_owned(),
-        message: format!(
-            "{message}; send {}",
-            crate::spec::example_arguments(&catalog.entries[at].spec.input_schema)
-        ),
-    };
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("the arguments are not valid JSON ({e})")))?;
+    let value = arguments.value();
     // A yes/no check is cheaper than collecting errors: collect them only when it fails.
-    if validator.is_valid(&value) {
-        return Ok(value);
+    if validator.is_valid(value) {
+        return Ok(());
     }
     let problems: Vec<String> = validator
-        .iter_errors(&value)
+        .iter_errors(value)
         .take(3)
         .map(|error| {
             let at = error.instance_path().to_string();
@@ -562,8 +574,24 @@ fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallEr
         })
         .collect();
     if problems.is_empty() {
-        Ok(value)
+        Ok(())
     } else {
-        Err(invalid(problems.join("; ")))
+        Err(invalid_arguments(catalog, name, problems.join("; ")))
+    }
+}
+
+/// Arguments of tool `name` that do not fit: `message`, then what to send instead.
+fn invalid_arguments(catalog: &Catalog, name: &str, message: String) -> CallError {
+    let example = catalog
+        .index
+        .get(name)
+        .map(|&at| crate::spec::example_arguments(&catalog.entries[at].spec.input_schema));
+    CallError::InvalidArguments {
+        tool: name.to_owned(),
+        message: match example {
+            // Every message ends with what to send instead.
+            Some(example) => format!("{message}; send {example}"),
+            None => message,
+        },
     }
 }

@@ -12,7 +12,8 @@ use futures::future::BoxFuture;
 use serde_json::json;
 use toolhost::agent::{Agent, AgentError, AgentOptions, InvalidProblem, RunEnd, RunOptions};
 use toolhost::{
-    CallContext, CallError, Origin, SourceOptions, ToolOutput, ToolSource, ToolSpec, Toolbox,
+    Arguments, CallContext, CallError, Origin, SourceOptions, ToolOutput, ToolSource, ToolSpec,
+    Toolbox,
 };
 use toolhost_tests::model::{Call, Format, ScriptedModel, Turn, call, calls, text};
 use toolhost_tests::runtime;
@@ -143,7 +144,7 @@ impl ToolSource for Overlap {
     fn call<'a>(
         &'a self,
         _tool: &'a str,
-        _arguments: &'a str,
+        _arguments: &'a Arguments,
         _context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         Box::pin(async move {

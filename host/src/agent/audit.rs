@@ -23,6 +23,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::arguments::Arguments;
 use crate::source::Origin;
 use crate::toolbox::Toolbox;
 
@@ -133,8 +134,13 @@ pub(crate) struct AuditTrail<'a> {
 }
 
 impl AuditTrail<'_> {
-    /// Records a call that ran (or was rejected, or answered from an earlier result).
-    pub fn execution(&self, execution: &ToolExecution) -> Result<(), AgentError> {
+    /// Records a call that ran (or was rejected, or answered from an earlier result), with
+    /// its arguments.
+    pub fn execution(
+        &self,
+        execution: &ToolExecution,
+        arguments: &Arguments,
+    ) -> Result<(), AgentError> {
         let Some(sink) = self.sink else {
             return Ok(());
         };
@@ -151,7 +157,7 @@ impl AuditTrail<'_> {
             tool: execution.name.clone(),
             source,
             grants,
-            arguments: redacted_arguments(&execution.arguments),
+            arguments: redact(arguments.value().clone()),
             outcome: execution.outcome.kind_str().to_owned(),
             error: execution.error_message().map(|m| truncate(m, MAX_TEXT)),
             invalid: None,
@@ -205,7 +211,8 @@ const MAX_ITEMS: usize = 32;
 /// What replaces a secret.
 const REDACTED: &str = "[redacted]";
 
-/// The arguments as the audit log keeps them.
+/// The arguments of a call that could not run, as the audit log keeps them: redacted when
+/// they are JSON (the tool may not have been offered), else their text, truncated.
 fn redacted_arguments(arguments: &str) -> Value {
     match serde_json::from_str::<Value>(arguments) {
         Ok(value) => redact(value),

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use futures::stream::{self, StreamExt};
 
+use crate::arguments::Arguments;
 use crate::error::CallError;
 use crate::llm::ToolCall;
 use crate::source::CallContext;
@@ -21,6 +22,7 @@ use super::{AgentError, AgentEvent};
 /// One call to run, with how its approval went.
 pub(crate) struct Approved<'a> {
     pub call: &'a ToolCall,
+    pub arguments: &'a Arguments,
     pub approval: Approval,
 }
 
@@ -44,14 +46,14 @@ pub(crate) async fn execute_calls(
     let limit = limit.map_or(calls.len().max(1), NonZeroUsize::get);
     let mut running = stream::iter(calls.iter().enumerate())
         .map(|(index, approved)| async move {
-            let mut execution = execute_one(toolbox, approved.call, context, round).await;
+            let mut execution = execute_one(toolbox, approved, context, round).await;
             execution.approval = approved.approval;
             (index, execution)
         })
         .buffer_unordered(limit);
     let mut finished: Vec<Option<ToolExecution>> = vec![None; calls.len()];
     while let Some((index, execution)) = running.next().await {
-        audit.execution(&execution)?;
+        audit.execution(&execution, calls[index].arguments)?;
         events(AgentEvent::ToolFinished {
             execution: &execution,
         });
@@ -62,16 +64,19 @@ pub(crate) async fn execute_calls(
 
 async fn execute_one(
     toolbox: &Toolbox,
-    call: &ToolCall,
+    approved: &Approved<'_>,
     context: &CallContext,
     round: usize,
 ) -> ToolExecution {
+    let call = approved.call;
     let started = Instant::now();
     let context = CallContext {
         call_id: call.id.clone(),
         values: context.values.clone(),
     };
-    let result = toolbox.call(&call.name, &call.arguments, &context).await;
+    let result = toolbox
+        .call_parsed(&call.name, approved.arguments, &context)
+        .await;
     let (outcome, output, images) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.text.is_empty() && output.images.is_empty() => {
@@ -94,13 +99,13 @@ async fn execute_one(
     }
 }
 
-/// What is wrong with `call` before it could run, given the tools `offered`: `None` when it
-/// can run.
+/// The arguments of `call`, parsed, when it can run given the tools `offered`; else what is
+/// wrong with it.
 pub(crate) fn check_call(
     call: &ToolCall,
     offered: &BTreeSet<String>,
     round: usize,
-) -> Option<InvalidCall> {
+) -> Result<Arguments, InvalidCall> {
     let (problem, error) = if !offered.contains(&call.name) {
         (
             InvalidProblem::NotOffered,
@@ -109,21 +114,22 @@ pub(crate) fn check_call(
                 available: offered.iter().cloned().collect(),
             },
         )
-    } else if crate::llm::arguments_object(&call.arguments).is_none() {
-        (
-            InvalidProblem::ArgumentsNotJson,
-            CallError::InvalidArguments {
-                tool: call.name.clone(),
-                message: format!(
-                    "the arguments must be a JSON object, and `{}` is not one",
-                    call.arguments
-                ),
-            },
-        )
     } else {
-        return None;
+        match Arguments::parse(&call.arguments) {
+            Ok(arguments) => return Ok(arguments),
+            Err(_) => (
+                InvalidProblem::ArgumentsNotJson,
+                CallError::InvalidArguments {
+                    tool: call.name.clone(),
+                    message: format!(
+                        "the arguments must be a JSON object, and `{}` is not one",
+                        call.arguments
+                    ),
+                },
+            ),
+        }
     };
-    Some(InvalidCall {
+    Err(InvalidCall {
         round,
         call_id: call.id.clone(),
         name: call.name.clone(),

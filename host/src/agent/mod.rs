@@ -87,9 +87,10 @@ pub use select::{RELATIVE_CUTOFF, ToolIndex, offer};
 pub use crate::manifest::{ApprovalMode, AskFor, OnError, model::ToolLimit};
 pub use state::RunState;
 
+use crate::arguments::Arguments;
 use crate::llm::{
     ChatRequest, ChatResponse, FinishReason, Message, Provider, ToolCall, ToolChoice,
-    ToolDefinition, Usage, arguments_object,
+    ToolDefinition, Usage,
 };
 use crate::spec::ToolSpec;
 use crate::toolbox::Toolbox;
@@ -507,12 +508,21 @@ impl Agent {
 /// are broken, so they are never sent back).
 fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
     let usage = response.usage.unwrap_or_default();
-    let mut calls = response.tool_calls;
+    // Whether each call's arguments are a JSON object, read once for both uses below.
+    let mut calls: Vec<(ToolCall, bool)> = response
+        .tool_calls
+        .into_iter()
+        .map(|call| {
+            let object = Arguments::parse(&call.arguments).is_ok();
+            (call, object)
+        })
+        .collect();
     let mut cut_off = Vec::new();
     if response.finish == FinishReason::Length {
-        (calls, cut_off) = calls
-            .into_iter()
-            .partition(|call| arguments_object(&call.arguments).is_some());
+        // A call cut off by the token limit has broken arguments: never send it back.
+        let broken;
+        (calls, broken) = calls.into_iter().partition(|(_, object)| *object);
+        cut_off = broken.into_iter().map(|(call, _)| call).collect();
         if calls.is_empty() && response.text.trim().is_empty() && !cut_off.is_empty() {
             return Reply {
                 step: None,
@@ -537,10 +547,11 @@ fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
     // them); the caller gets the model's own text, to report what was wrong with it.
     let echoed: Vec<ToolCall> = calls
         .iter()
-        .map(|call| ToolCall {
-            arguments: match arguments_object(&call.arguments) {
-                Some(_) if !call.arguments.trim().is_empty() => call.arguments.clone(),
-                _ => "{}".to_owned(),
+        .map(|(call, object)| ToolCall {
+            arguments: if *object && !call.arguments.trim().is_empty() {
+                call.arguments.clone()
+            } else {
+                Arguments::empty().text().to_owned()
             },
             ..call.clone()
         })
@@ -549,7 +560,7 @@ fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
     let calls = calls
         .into_iter()
         .zip(with_ids)
-        .map(|(call, echoed)| ToolCall {
+        .map(|((call, _), echoed)| ToolCall {
             id: echoed.id,
             ..call
         })

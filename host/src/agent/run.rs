@@ -18,6 +18,7 @@ use super::state::{RunState, Turn};
 use super::{
     Agent, AgentError, AgentEvent, Conversation, RunEnd, RunOptions, RunResult, Step, UnknownTool,
 };
+use crate::arguments::Arguments;
 
 /// How a turn left the run.
 enum TurnEnd {
@@ -36,9 +37,9 @@ enum Plan {
     /// It cannot run.
     Invalid(InvalidCall),
     /// It is answered without running: from an earlier identical call, or with a rejection.
-    Answered(ToolExecution),
-    /// It runs.
-    Run(Approval),
+    Answered(ToolExecution, Arguments),
+    /// It runs, with these arguments.
+    Run(Approval, Arguments),
 }
 
 impl Agent {
@@ -97,15 +98,20 @@ impl Agent {
         let audit = self.audit_trail(&state);
         let round = conversation.turns();
         let mut to_run = Vec::new();
-        for call in calls {
-            match check_call(call, &offered, round) {
-                Some(invalid) => {
-                    audit.invalid(&invalid)?;
-                    events(AgentEvent::InvalidCall { call: &invalid });
-                    conversation.submit(&call.id, Err(invalid.message))?;
+        let checked: Vec<_> = calls
+            .iter()
+            .map(|call| (call, check_call(call, &offered, round)))
+            .collect();
+        for (call, checked) in &checked {
+            match checked {
+                Err(invalid) => {
+                    audit.invalid(invalid)?;
+                    events(AgentEvent::InvalidCall { call: invalid });
+                    conversation.submit(&call.id, Err(invalid.message.clone()))?;
                 }
-                None => to_run.push(Approved {
+                Ok(arguments) => to_run.push(Approved {
                     call,
+                    arguments,
                     approval: Approval::NotRequired,
                 }),
             }
@@ -247,9 +253,10 @@ impl Agent {
         options: &RunOptions,
     ) -> Turn {
         let mut approvals = Vec::new();
-        for call in &calls {
-            let runs = check_call(call, &offered, round).is_none()
-                && state.guard().earlier(&call.name, &call.arguments).is_none();
+        let may_wait = !self.options.approval.is_empty() || options.needs_approval.is_some();
+        for call in calls.iter().filter(|_| may_wait) {
+            let runs = check_call(call, &offered, round)
+                .is_ok_and(|arguments| state.guard().earlier(&call.name, &arguments).is_none());
             if !runs {
                 continue;
             }
@@ -317,11 +324,11 @@ impl Agent {
                     audit.invalid(invalid)?;
                     events(AgentEvent::InvalidCall { call: invalid });
                 }
-                Plan::Answered(execution) => {
-                    audit.execution(execution)?;
+                Plan::Answered(execution, arguments) => {
+                    audit.execution(execution, arguments)?;
                     events(AgentEvent::ToolFinished { execution });
                 }
-                Plan::Run(_) => {}
+                Plan::Run(..) => {}
             }
         }
         let to_run: Vec<Approved<'_>> = turn
@@ -329,8 +336,9 @@ impl Agent {
             .iter()
             .zip(&plans)
             .filter_map(|(call, plan)| match plan {
-                Plan::Run(approval) => Some(Approved {
+                Plan::Run(approval, arguments) => Some(Approved {
                     call,
+                    arguments,
                     approval: *approval,
                 }),
                 _ => None,
@@ -435,26 +443,25 @@ fn plan_calls(turn: &Turn, state: &RunState) -> Vec<Plan> {
     turn.calls
         .iter()
         .map(|call| {
-            if let Some(invalid) = check_call(call, &turn.offered, round) {
-                return Plan::Invalid(invalid);
-            }
-            if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
-                return Plan::Answered(ToolExecution::repeat(
-                    call,
-                    &earlier.call_id,
-                    &earlier.output,
-                    round,
-                ));
+            let arguments = match check_call(call, &turn.offered, round) {
+                Ok(arguments) => arguments,
+                Err(invalid) => return Plan::Invalid(invalid),
+            };
+            if let Some(earlier) = state.guard().earlier(&call.name, &arguments) {
+                let answer = ToolExecution::repeat(call, &earlier.call_id, &earlier.output, round);
+                return Plan::Answered(answer, arguments);
             }
             match turn.decision(&call.id) {
-                None => Plan::Run(Approval::NotRequired),
-                Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved),
-                Some(Some(Decision::ApproveForRun)) => Plan::Run(Approval::ApprovedForRun),
+                None => Plan::Run(Approval::NotRequired, arguments),
+                Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved, arguments),
+                Some(Some(Decision::ApproveForRun)) => {
+                    Plan::Run(Approval::ApprovedForRun, arguments)
+                }
                 Some(Some(Decision::Reject { reason })) => {
-                    Plan::Answered(ToolExecution::rejected(call, reason, round))
+                    Plan::Answered(ToolExecution::rejected(call, reason, round), arguments)
                 }
                 // `take_ready_turn` hands out decided turns only.
-                Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round)),
+                Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round), arguments),
             }
         })
         .collect()
@@ -472,31 +479,35 @@ fn submit_results(
 ) -> Result<(Vec<ToolExecution>, Option<RepeatedFailure>), AgentError> {
     let mut ran = ran.into_iter();
     let mut done = Vec::new();
+    let mut arguments_of_done = Vec::new();
     let mut repeated_failure = None;
     for (call, plan) in turn.calls.iter().zip(plans) {
-        let execution = match plan {
+        let (execution, arguments) = match plan {
             Plan::Invalid(invalid) => {
                 conversation.submit(&call.id, Err(invalid.message.clone()))?;
                 let failed =
                     state
                         .guard_mut()
-                        .failed(&invalid.name, &invalid.arguments, &invalid.message);
+                        .invalid(&invalid.name, &invalid.arguments, &invalid.message);
                 repeated_failure = repeated_failure.or(failed);
                 state.push_invalid(invalid);
                 continue;
             }
-            Plan::Answered(execution) => execution,
-            Plan::Run(_) => match ran.next() {
-                Some(execution) => execution,
+            Plan::Answered(execution, arguments) => (execution, arguments),
+            Plan::Run(_, arguments) => match ran.next() {
+                Some(execution) => (execution, arguments),
                 None => continue,
             },
         };
         conversation.submit_with_images(&call.id, execution.result(), execution.images.clone())?;
         done.push(execution);
+        arguments_of_done.push(arguments);
     }
     if done.iter().any(|e| e.repeat_of.is_some()) {
         state.guard_mut().repeated();
     }
-    let failed = state.guard_mut().record(&done);
+    let failed = state
+        .guard_mut()
+        .record(done.iter().zip(&arguments_of_done));
     Ok((done, repeated_failure.or(failed)))
 }

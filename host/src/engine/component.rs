@@ -15,6 +15,7 @@ use tokio::sync::OnceCell;
 use wasmtime::component::{Component, types::ComponentItem};
 
 use super::describe;
+use crate::arguments::Arguments;
 use crate::engine::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
 use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
@@ -319,10 +320,10 @@ impl ToolSource for LoadedComponent {
     fn call<'a>(
         &'a self,
         tool: &'a str,
-        arguments: &'a str,
+        arguments: &'a Arguments,
         context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        Box::pin(self.run_call(tool, arguments, context, None))
+        Box::pin(self.run_call(tool, arguments.text(), context, None))
     }
 
     fn grants(&self) -> Option<&Grants> {

@@ -236,15 +236,3 @@ pub(crate) fn image_note(image: &crate::source::ToolImage) -> String {
         crate::units::format_bytes(image.size() as u64)
     )
 }
-
-/// Parses a tool call's arguments: `None` when they are not a JSON object. Empty arguments
-/// count as `{}`.
-pub(crate) fn arguments_object(arguments: &str) -> Option<serde_json::Map<String, Value>> {
-    if arguments.trim().is_empty() {
-        return Some(serde_json::Map::new());
-    }
-    match serde_json::from_str(arguments) {
-        Ok(Value::Object(map)) => Some(map),
-        _ => None,
-    }
-}

@@ -14,8 +14,9 @@ use super::sse::Event;
 use super::wire::{self, WireFormat, WireProvider, decode, event_json, extra_fields};
 use super::{
     ApiKey, ChatRequest, ChatResponse, FinishReason, Message, ProviderError, ToolCall, ToolChoice,
-    Usage, arguments_object, image_note,
+    Usage, image_note,
 };
+use crate::arguments::Arguments;
 use crate::source::ToolImage;
 use schema::{
     BlockDelta, BlockStart, ContentBlock, Delta, ImageSource, MessageDelta, MessageResponse,
@@ -283,9 +284,9 @@ impl WireFormat for Anthropic {
 /// anything else only comes from a history a caller made up; it is sent as `{}` too, since
 /// the format has no way to send text that is not an object.
 fn input_of(call: &ToolCall) -> Map<String, Value> {
-    match arguments_object(&call.arguments) {
-        Some(input) => input,
-        None => Map::new(),
+    match Arguments::parse(&call.arguments) {
+        Ok(arguments) => arguments.to_object(),
+        Err(_) => Map::new(),
     }
 }
 

@@ -63,6 +63,7 @@ pub use config::{DEFAULT_STARTUP_TIMEOUT, INHERITED_ENV, McpServerConfig};
 // How a manifest writes a server, under the names the client's users know.
 pub use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
 
+use crate::arguments::Arguments;
 use crate::error::TimeLimit;
 use crate::error::{CallError, LoadError};
 use crate::source::{CallContext, ToolOutput};
@@ -213,7 +214,7 @@ impl ToolSource for McpServer {
     fn call<'a>(
         &'a self,
         tool: &'a str,
-        arguments: &'a str,
+        arguments: &'a Arguments,
         _context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
         // The call context (tenant, user) is the embedding application's business; it is
@@ -344,7 +345,11 @@ impl Shared {
         }
     }
 
-    async fn call(self: &Arc<Self>, tool: &str, arguments: &str) -> Result<ToolOutput, CallError> {
+    async fn call(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &Arguments,
+    ) -> Result<ToolOutput, CallError> {
         let started = Instant::now();
         let own = self
             .tools
@@ -354,19 +359,13 @@ impl Shared {
             .get(tool)
             .cloned()
             .unwrap_or_else(|| tool.to_owned());
-        let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else {
-            return Err(CallError::InvalidArguments {
-                tool: tool.to_owned(),
-                message: "the arguments must be a JSON object".to_owned(),
-            });
-        };
         let unavailable = |message: String| CallError::Unavailable {
             tool: tool.to_owned(),
             message,
             source: None,
         };
         let connection = self.connection().await.map_err(unavailable)?;
-        let params = CallToolRequestParams::new(own).with_arguments(arguments);
+        let params = CallToolRequestParams::new(own).with_arguments(arguments.to_object());
         // Dropping the call (at the timeout, or when the caller gives up) sends the server
         // `notifications/cancelled`.
         let call = connection.service.peer().call_tool(params);
