@@ -2,7 +2,7 @@
 //! on a free 127.0.0.1 port with this project's chat template, and stopped with the host.
 //!
 //! `just setup` (scripts/setup-local-llm.sh) builds the server and assembles the weights into
-//! the cache; see `NOTES.md` next to this file for the flags and why they are needed.
+//! the cache; see docs/local-model.md for the flags and why they are needed.
 
 mod answer;
 mod ground;
