@@ -32,6 +32,10 @@
 mod direct;
 mod disconnect;
 mod http;
+mod lines;
+mod options;
+mod router;
+mod service;
 mod stdio;
 mod tools;
 
@@ -55,7 +59,8 @@ use tracing::Instrument as _;
 use crate::sandbox::CapturedLog;
 use crate::{CallContext, CallError, ErrorKind, Host, ToolOutput};
 
-pub use http::{HttpOptions, serve_http};
+pub use http::serve_http;
+pub use options::HttpOptions;
 pub use stdio::{StdioOptions, serve_lines, serve_stdio};
 
 use tools::Served;
