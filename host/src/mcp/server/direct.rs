@@ -32,7 +32,7 @@ use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::stdio::{encode_line, write_lines};
+use super::lines::{encode_line, write_lines};
 use super::{McpServer, ToolCall, lock};
 
 /// A `tools/call` request line, borrowed from the line.

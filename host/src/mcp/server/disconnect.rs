@@ -15,7 +15,7 @@ use http_body_util::{BodyExt as _, Full};
 use serde_json::{Value, json};
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use super::http::{Mcp, ResponseBody};
+use super::service::{Mcp, ResponseBody};
 
 /// A response body that counts as an answer on its way out until it ends (or is dropped),
 /// and that, when armed, cancels request `id` of the session if it is dropped unfinished.

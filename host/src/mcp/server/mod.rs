@@ -32,6 +32,10 @@
 mod direct;
 mod disconnect;
 mod http;
+mod lines;
+mod options;
+mod router;
+mod service;
 mod stdio;
 mod tools;
 
@@ -57,7 +61,8 @@ use crate::host::Host;
 use crate::sandbox::CapturedLog;
 use crate::source::{CallContext, ToolOutput};
 
-pub use http::{HttpOptions, serve_http};
+pub use http::serve_http;
+pub use options::HttpOptions;
 pub use stdio::{StdioOptions, serve_lines, serve_stdio};
 
 use tools::Served;

@@ -26,6 +26,7 @@ use tokio::sync::Mutex;
 
 use super::McpServer;
 use super::direct::DirectCalls;
+use super::lines;
 
 /// How long calls in flight may still answer after the client closed its end, as rmcp waits
 /// for those of its handlers. The calls served directly get the same time, counted from the
@@ -192,7 +193,8 @@ where
     fn answer(&mut self, id: Option<RequestId>, error: ErrorData) {
         let message: TxJsonRpcMessage<RoleServer> =
             JsonRpcMessage::Error(JsonRpcError::new(id, error));
-        tokio::spawn(write(self.output.clone(), message));
+        let output = self.output.clone();
+        tokio::spawn(async move { lines::write(&output, &message).await });
     }
 
     /// What to do with one complete line.
@@ -259,35 +261,6 @@ where
     }
 }
 
-async fn write<W: AsyncWrite + Unpin>(
-    output: Arc<Mutex<W>>,
-    message: TxJsonRpcMessage<RoleServer>,
-) -> io::Result<()> {
-    let mut line = Vec::new();
-    encode_line(&mut line, &message)?;
-    write_lines(&output, &line).await
-}
-
-/// Appends `message` to `lines` as one line of JSON.
-pub(super) fn encode_line(
-    lines: &mut Vec<u8>,
-    message: &TxJsonRpcMessage<RoleServer>,
-) -> io::Result<()> {
-    serde_json::to_writer(&mut *lines, message)?;
-    lines.push(b'\n');
-    Ok(())
-}
-
-/// Writes `lines` to `output` at once, and flushes it.
-pub(super) async fn write_lines<W: AsyncWrite + Unpin>(
-    output: &Mutex<W>,
-    lines: &[u8],
-) -> io::Result<()> {
-    let mut output = output.lock().await;
-    output.write_all(lines).await?;
-    output.flush().await
-}
-
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>
 where
     R: AsyncRead + Send + Unpin + 'static,
@@ -299,7 +272,8 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        write(self.output.clone(), item)
+        let output = self.output.clone();
+        async move { lines::write(&output, &item).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
