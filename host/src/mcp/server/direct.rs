@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use super::lines::{encode_line, write_lines};
 use super::{McpServer, ToolCall, lock};
+use crate::arguments::Arguments;
 
 /// A `tools/call` request line, borrowed from the line.
 #[derive(Deserialize)]
@@ -109,11 +110,13 @@ where
         // The arguments as the client wrote them (through rmcp, a tool gets them written
         // again from a map, with the keys sorted).
         let arguments = match call.params.arguments {
-            // rmcp takes arguments only as an object.
-            Some(raw) if !raw.get().starts_with('{') => return false,
-            Some(raw) => raw.get().to_owned(),
+            Some(raw) => match Arguments::parse(raw.get()) {
+                Ok(arguments) => arguments,
+                // rmcp takes arguments only as an object: it answers the others.
+                Err(_) => return false,
+            },
             // Clients may leave `arguments` out for a tool that takes none.
-            None => "{}".to_owned(),
+            None => Arguments::empty(),
         };
         tracing::debug!(id = %call.id, "tools/call served directly");
         let name = call.params.name.into_owned();
@@ -183,7 +186,7 @@ where
         &self,
         id: RequestId,
         name: String,
-        arguments: String,
+        arguments: Arguments,
         cancelled: CancellationToken,
     ) {
         let call = ToolCall {

@@ -56,6 +56,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
+use crate::arguments::Arguments;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
 use crate::sandbox::CapturedLog;
@@ -222,7 +223,7 @@ impl McpServer {
         let outcome = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => None,
-            result = self.shared.host.toolbox().call(name, call.arguments, &call.context) => {
+            result = self.shared.host.toolbox().call_parsed(name, call.arguments, &call.context) => {
                 Some(result)
             }
         };
@@ -275,8 +276,8 @@ impl McpServer {
 struct ToolCall<'a> {
     id: &'a RequestId,
     name: &'a str,
-    /// The arguments, a JSON object as text (`{}` when the client left them out).
-    arguments: &'a str,
+    /// The arguments (`{}` when the client left them out).
+    arguments: &'a Arguments,
     context: CallContext,
     /// The least level of the logging notifications the client wants.
     level: LoggingLevel,
@@ -397,14 +398,13 @@ impl ServerHandler for McpServer {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // Clients may leave `arguments` out for a tool that takes none.
-        let arguments = match &request.arguments {
-            Some(arguments) => serde_json::to_string(arguments)
-                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
-            None => "{}".to_owned(),
+        let arguments = match request.arguments.take() {
+            Some(arguments) => Arguments::from_object(arguments),
+            None => Arguments::empty(),
         };
         let call = ToolCall {
             id: &cx.id,
