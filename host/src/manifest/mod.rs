@@ -158,7 +158,7 @@ pub enum ManifestError {
     /// There is no file at the path.
     #[error(
         "there is no manifest at {}; give the path of one (for the example tools: \
-         example-tools/toolhost.toml), or write one (see the README's \"Grants\")",
+         example-tools/toolhost.toml), or write one (every key: docs/manifest.md)",
         path.display()
     )]
     NotFound {
