@@ -1,7 +1,7 @@
-//! `host mcp`, driven by real clients: raw JSON-RPC over stdio and HTTP (every answer is
-//! checked as a client would read it), the official MCP conformance suite, and the Python MCP
-//! SDK. The peers come from `scripts/setup-mcp-peers.sh`; a test that needs them and finds
-//! them missing fails and says to run it.
+//! The MCP server, `host mcp`, driven by real clients: raw JSON-RPC over stdio and HTTP
+//! (every answer is checked as a client would read it), the official MCP conformance suite,
+//! and the Python MCP SDK. The peers come from `scripts/setup-mcp-peers.sh`; a test that
+//! needs them and finds them missing fails and says to run it.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 

@@ -1,7 +1,8 @@
-//! Tool sources other than components, next to them in one loop: real MCP servers from the
-//! registries (server-everything over stdio and Streamable HTTP, mcp-server-time over stdio,
-//! toolhost's own `host mcp`), a deliberately bad fake server for what a host must survive,
-//! and native functions of an embedding application.
+//! The MCP client: tools taken from MCP servers, next to components in one loop. Real MCP
+//! servers from the registries (server-everything over stdio and Streamable HTTP,
+//! mcp-server-time over stdio, toolhost's own `host mcp`), a deliberately bad fake server for
+//! what a host must survive, the `host` commands with MCP servers in the manifest, and
+//! native functions of an embedding application beside them.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 

@@ -1,6 +1,7 @@
-//! Tests of the tool-calling loop and the providers: a scripted model server on 127.0.0.1
-//! speaking both wire formats drives every loop rule deterministically; fault tests break the
-//! server on purpose; end-to-end tests run the real local llama-server with Gemma 3 270M.
+//! The tool-calling loop and the providers, from the library and through `host run` and
+//! `host chat`: a scripted model server on 127.0.0.1 speaking both wire formats drives every
+//! loop rule deterministically; fault tests break the server on purpose; end-to-end tests run
+//! the real local llama-server with Gemma 3 270M.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 

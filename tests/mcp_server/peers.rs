@@ -24,9 +24,9 @@ const MUST_PASS: [&str; 11] = [
     "dns-rebinding-protection",
 ];
 
-/// `tests/mcp/conformance-baseline.yml`: scenario, reason.
+/// `tests/mcp_server/conformance-baseline.yml`: scenario, reason.
 fn baseline() -> (std::path::PathBuf, Vec<(String, String)>) {
-    let path = repo_root().join("tests/mcp/conformance-baseline.yml");
+    let path = repo_root().join("tests/mcp_server/conformance-baseline.yml");
     let text = std::fs::read_to_string(&path).unwrap();
     let entries = text
         .lines()
