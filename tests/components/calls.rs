@@ -6,6 +6,7 @@ use std::time::Duration;
 use toolhost::sandbox::{DirGrant, HumanDuration, LimitsConfig};
 use toolhost::{CallContext, CallError, ErrorKind};
 use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::load;
 
 fn context() -> CallContext {
@@ -64,7 +65,7 @@ async fn invalid_arguments_are_rejected_before_the_tool_runs() {
         .await
         .expect_err("not JSON");
     assert_eq!(error.kind(), ErrorKind::InvalidArguments);
-    assert!(error.to_string().contains("not valid JSON"), "{error}");
+    assert_error_chain_contains(&error, "not valid JSON");
 
     // The same call with valid arguments does write.
     toolbox
@@ -87,7 +88,7 @@ async fn a_tool_can_reject_arguments_the_schema_allows() {
         .await
         .expect_err("negative numbers have no real square root");
     assert_eq!(error.kind(), ErrorKind::InvalidArguments);
-    assert!(error.to_string().contains("negative"), "{error}");
+    assert_error_chain_contains(&error, "negative");
 }
 
 #[tokio::test]
@@ -120,10 +121,7 @@ async fn an_unknown_tool_lists_the_available_ones() {
         }
         other => panic!("expected an unknown tool, got {other:?}"),
     }
-    assert!(
-        error.to_string().contains("add, multiply, square_root"),
-        "{error}"
-    );
+    assert_error_chain_contains(&error, "add, multiply, square_root");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use std::path::Path;
 use toolhost::sandbox::{ByteSize, LimitsConfig};
 use toolhost::{CallContext, ComponentConfig, ErrorKind, Host, HostError, Runtime, RuntimeConfig};
 use toolhost_tests::components::{CALCULATOR, CLOCK, NOT_A_TOOL};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::runtime;
 
 fn write_manifest(dir: &Path, text: &str) -> std::path::PathBuf {
@@ -22,10 +23,6 @@ async fn host(text: &str) -> Result<Host, HostError> {
         .manifest(manifest)
         .build()
         .await
-}
-
-fn message(error: HostError) -> String {
-    format!("{:#}", anyhow::Error::from(error))
 }
 
 #[tokio::test]
@@ -62,10 +59,9 @@ async fn options_for_a_tool_that_is_not_loaded_are_an_error_that_lists_the_tools
     ))
     .await
     .err()
-    .map(message)
     .expect("a typo in [tools.NAME] is caught");
-    assert!(error.contains("[tools.square_roots]"), "{error}");
-    assert!(error.contains("square_root"), "{error}");
+    assert_error_chain_contains(&error, "[tools.square_roots]");
+    assert_error_chain_contains(&error, "square_root");
 }
 
 #[tokio::test]
@@ -98,10 +94,8 @@ async fn prefixes_and_tool_lists_choose_what_is_offered() {
         .call("calc_square_root", r#"{"x": -1}"#, &CallContext::default())
         .await
         .expect_err("a negative square root is refused by the tool");
-    assert!(
-        error.to_string().contains("`calc_square_root`"),
-        "errors name the tool as the model sees it: {error}"
-    );
+    // Errors name the tool as the model sees it.
+    assert_error_chain_contains(&error, "`calc_square_root`");
 }
 
 #[tokio::test]
@@ -111,10 +105,9 @@ async fn a_tools_list_naming_a_missing_tool_is_an_error() {
     ))
     .await
     .err()
-    .map(message)
     .expect("an unknown tool in `tools` is caught");
-    assert!(error.contains("has no tool `divide`"), "{error}");
-    assert!(error.contains("square_root"), "{error}");
+    assert_error_chain_contains(&error, "has no tool `divide`");
+    assert_error_chain_contains(&error, "square_root");
 }
 
 #[tokio::test]
@@ -124,13 +117,10 @@ async fn a_prefix_resolves_a_name_clash() {
     ))
     .await
     .err()
-    .map(message)
     .expect("two tools named add clash");
-    assert!(
-        clash.contains("component `a`") && clash.contains("component `b`"),
-        "{clash}"
-    );
-    assert!(clash.contains("prefix"), "the fix is named: {clash}");
+    assert_error_chain_contains(&clash, "component `a`");
+    assert_error_chain_contains(&clash, "component `b`");
+    assert_error_chain_contains(&clash, "prefix"); // the fix is named
     let host = host(&format!(
         "[components.a]\npath = {CALCULATOR:?}\n\n[components.b]\npath = {CALCULATOR:?}\nprefix = \"b_\"\n"
     ))
@@ -151,19 +141,18 @@ async fn a_component_that_is_not_required_is_left_out_when_it_fails() {
     let skipped = host.toolbox().skipped();
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].name, "broken");
-    assert!(skipped[0].error.to_string().contains("not-a-tool.wasm"));
+    assert_error_chain_contains(&skipped[0].error, "not-a-tool.wasm");
 
     let error = host_required_broken().await;
-    assert!(error.contains("not-a-tool.wasm"), "{error}");
+    assert_error_chain_contains(&error, "not-a-tool.wasm");
 }
 
-async fn host_required_broken() -> String {
+async fn host_required_broken() -> HostError {
     host(&format!(
         "[components.calculator]\npath = {CALCULATOR:?}\n\n[components.broken]\npath = {NOT_A_TOOL:?}\n"
     ))
     .await
     .err()
-    .map(message)
     .expect("a required component that fails fails the load")
 }
 
@@ -228,8 +217,7 @@ async fn compiled_code_owned_by_another_user_is_refused() {
         .call("add", r#"{"a": 1, "b": 2}"#, &CallContext::default())
         .await
         .expect_err("the code is refused");
-    let text = format!("{:#}", anyhow::Error::from(error));
-    assert!(text.contains("refusing to load compiled code"), "{text}");
-    assert!(text.contains(&entry.display().to_string()), "{text}");
-    assert!(text.contains("owned by user 65534"), "{text}");
+    assert_error_chain_contains(&error, "refusing to load compiled code");
+    assert_error_chain_contains(&error, &entry.display().to_string());
+    assert_error_chain_contains(&error, "owned by user 65534");
 }

@@ -7,17 +7,14 @@ use toolhost::{
     CompileSource, ComponentConfig, LoadError, LoadedComponent, Runtime, RuntimeConfig, Toolbox,
 };
 use toolhost_tests::components::{BAD_SPEC, CALCULATOR, CLOCK, FILES, NOT_A_TOOL, WEATHER};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::{load, runtime};
 
-fn message(error: LoadError) -> String {
-    format!("{:#}", anyhow::Error::from(error))
-}
-
-async fn load_error(path: &Path) -> String {
+async fn load_error(path: &Path) -> LoadError {
     let config = ComponentConfig::new(path);
     match LoadedComponent::load(&runtime(), config).await {
         Ok(_) => panic!("{} loaded, but it should not", path.display()),
-        Err(error) => message(error),
+        Err(error) => error,
     }
 }
 
@@ -126,44 +123,34 @@ async fn files_that_are_not_components_get_errors_that_say_what_they_are() {
     let core = dir.path().join("core.wasm");
     std::fs::write(&core, b"\0asm\x01\0\0\0").expect("writable");
     let error = load_error(&core).await;
-    assert!(error.contains("core.wasm"), "{error}");
-    assert!(
-        error.contains("core WebAssembly module, not a component"),
-        "{error}"
-    );
+    assert_error_chain_contains(&error, "core.wasm");
+    assert_error_chain_contains(&error, "core WebAssembly module, not a component");
 
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "hello").expect("writable");
     let error = load_error(&text).await;
-    assert!(error.contains("not a WebAssembly file"), "{error}");
+    assert_error_chain_contains(&error, "not a WebAssembly file");
 
     let error = load_error(&dir.path().join("missing.wasm")).await;
-    assert!(
-        error.contains("cannot read component") && error.contains("missing.wasm"),
-        "{error}"
-    );
+    assert_error_chain_contains(&error, "cannot read component");
+    assert_error_chain_contains(&error, "missing.wasm");
 }
 
 #[tokio::test]
 async fn a_component_for_another_world_is_rejected_with_what_it_exports() {
     let error = load_error(Path::new(NOT_A_TOOL)).await;
-    assert!(error.contains("not-a-tool.wasm"), "{error}");
-    assert!(
-        error.contains("does not export `toolhost:tool/tools@0.1.0`"),
-        "{error}"
-    );
-    assert!(
-        error.contains("wasi:cli/run"),
-        "it lists what the component exports: {error}"
-    );
+    assert_error_chain_contains(&error, "not-a-tool.wasm");
+    assert_error_chain_contains(&error, "does not export `toolhost:tool/tools@0.1.0`");
+    // It lists what the component exports.
+    assert_error_chain_contains(&error, "wasi:cli/run");
 }
 
 #[tokio::test]
 async fn a_tool_name_models_cannot_call_is_rejected() {
     let error = load_error(Path::new(BAD_SPEC)).await;
-    assert!(error.contains("bad_spec.wasm"), "{error}");
-    assert!(error.contains("tool `bad name!`"), "{error}");
-    assert!(error.contains("letters, digits"), "{error}");
+    assert_error_chain_contains(&error, "bad_spec.wasm");
+    assert_error_chain_contains(&error, "tool `bad name!`");
+    assert_error_chain_contains(&error, "letters, digits");
 }
 
 #[tokio::test]
@@ -175,19 +162,16 @@ async fn duplicate_tool_names_name_both_files() {
         ComponentConfig::new(CALCULATOR),
         ComponentConfig::new(&copy),
     ];
-    let error = match Toolbox::builder(&runtime())
+    let Err(error) = Toolbox::builder(&runtime())
         .components(configs)
         .build()
         .await
-    {
-        Ok(_) => panic!("two components with the same tools loaded"),
-        Err(error) => message(error),
+    else {
+        panic!("two components with the same tools loaded");
     };
-    assert!(error.contains("tool `add`"), "{error}");
-    assert!(
-        error.contains("calculator.wasm") && error.contains("calculator-copy.wasm"),
-        "{error}"
-    );
+    assert_error_chain_contains(&error, "tool `add`");
+    assert_error_chain_contains(&error, "calculator.wasm");
+    assert_error_chain_contains(&error, "calculator-copy.wasm");
 }
 
 #[tokio::test]
@@ -198,10 +182,9 @@ async fn a_missing_granted_directory_is_a_load_error() {
         guest: "/data".into(),
         write: false,
     });
-    let error = match LoadedComponent::load(&runtime(), config).await {
-        Ok(_) => panic!("loaded with a missing directory"),
-        Err(error) => message(error),
+    let Err(error) = LoadedComponent::load(&runtime(), config).await else {
+        panic!("loaded with a missing directory");
     };
-    assert!(error.contains("component `files`"), "{error}");
-    assert!(error.contains("/definitely/not/here"), "{error}");
+    assert_error_chain_contains(&error, "component `files`");
+    assert_error_chain_contains(&error, "/definitely/not/here");
 }

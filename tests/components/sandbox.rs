@@ -6,6 +6,7 @@ use serde_json::json;
 use toolhost::sandbox::{DirGrant, EnvGrant};
 use toolhost::{CallContext, CallError, ErrorKind, Toolbox};
 use toolhost_tests::components::{FILES, MISBEHAVE, WEATHER};
+use toolhost_tests::error::{assert_error_chain_contains, assert_error_chain_lacks};
 use toolhost_tests::load;
 use toolhost_tests::server::{Reply, TestServer};
 
@@ -121,10 +122,9 @@ async fn a_working_directory_must_be_a_granted_one() {
     else {
         panic!("nothing is granted at /data, yet the component loaded");
     };
-    let message = format!("{:#}", anyhow::Error::from(error));
-    assert!(
-        message.contains("working directory `/data` is not a granted directory"),
-        "{message}"
+    assert_error_chain_contains(
+        &error,
+        "working directory `/data` is not a granted directory",
     );
 }
 
@@ -171,7 +171,7 @@ async fn nothing_outside_the_granted_directory_is_visible() {
             Ok(text) => panic!("reading {path} succeeded: {text:?}"),
             Err(error) => {
                 assert_eq!(error.kind(), ErrorKind::ToolFailed, "{path}: {error}");
-                assert!(!error.to_string().contains("launch codes"), "{error}");
+                assert_error_chain_lacks(&error, "launch codes");
             }
         }
     }
@@ -240,7 +240,7 @@ async fn only_granted_environment_variables_are_visible() {
     assert_eq!(env("GREETING").await.expect("granted"), "hello");
     assert_eq!(env("CARGO_PKG_NAME").await.expect("granted"), inherited);
     let error = env("PATH").await.expect_err("PATH is not granted");
-    assert!(error.to_string().contains("PATH is not set"), "{error}");
+    assert_error_chain_contains(&error, "PATH is not set");
     assert!(std::env::var("PATH").is_ok(), "the host does have PATH");
 }
 

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use toolhost::mcp::client::McpServerConfig;
 use toolhost::{CallContext, ErrorKind, LoadError, ToolOutput, Toolbox};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::peers::{eventually, peers};
 use toolhost_tests::runtime;
 
-use super::{PATIENCE, chain, patient, server, toolbox};
+use super::{PATIENCE, patient, server, toolbox};
 
 fn fake(name: &str, args: &[&str]) -> McpServerConfig {
     patient(McpServerConfig::stdio(name, peers().fake_server(args)))
@@ -44,13 +45,10 @@ async fn a_server_that_crashes_at_start_fails_the_load_naming_it_and_why() {
         .await
         .err()
         .expect("a required server that crashes fails the load");
-    let text = chain(error);
-    assert!(text.contains("MCP server `db`"), "{text}");
-    assert!(text.contains("exited with status 3"), "{text}");
-    assert!(
-        text.contains("fake: cannot open the database"),
-        "its stderr: {text}"
-    );
+    assert_error_chain_contains(&error, "MCP server `db`");
+    assert_error_chain_contains(&error, "exited with status 3");
+    // Its stderr.
+    assert_error_chain_contains(&error, "fake: cannot open the database");
 
     let mut optional = fake("db", &["--crash"]);
     optional.required = false;
@@ -58,7 +56,7 @@ async fn a_server_that_crashes_at_start_fails_the_load_naming_it_and_why() {
     let skipped = toolbox.skipped();
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].name, "db");
-    assert!(skipped[0].error.to_string().contains("MCP server `db`"));
+    assert_error_chain_contains(&skipped[0].error, "MCP server `db`");
     echo_works(&toolbox).await;
     toolbox.shutdown().await;
 }
@@ -71,12 +69,9 @@ async fn a_server_that_never_lists_its_tools_is_given_up_on() {
         .await
         .err()
         .expect("the load fails");
-    let text = chain(error);
-    assert!(text.contains("MCP server `hangs`"), "{text}");
-    assert!(
-        text.contains("startup_timeout"),
-        "it names the setting: {text}"
-    );
+    assert_error_chain_contains(&error, "MCP server `hangs`");
+    // It names the setting.
+    assert_error_chain_contains(&error, "startup_timeout");
 
     hangs.required = false;
     let toolbox = load(vec![hangs, fake("fine", &[])]).await.unwrap();
@@ -95,13 +90,13 @@ async fn malformed_answers_fail_their_call_and_the_server_goes_on() {
     // timeout, though the limit is short.
     let error = call(&toolbox, "malformed", "{}").await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
-    assert!(error.to_string().contains("malformed"), "{error}");
+    assert_error_chain_contains(&error, "malformed");
     echo_works(&toolbox).await;
 
     // A result that is not a tool result.
     let error = call(&toolbox, "not_a_result", "{}").await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
-    assert!(error.to_string().contains("not a tool result"), "{error}");
+    assert_error_chain_contains(&error, "not a tool result");
     echo_works(&toolbox).await;
 
     // A line that is not JSON at all names no request: that call runs into its timeout.
@@ -124,7 +119,7 @@ async fn a_200_mb_result_is_refused_by_max_result_and_not_kept() {
     };
     assert!(*size >= 200_000_000, "{error}");
     assert_eq!(*limit, 1 << 20);
-    assert!(error.to_string().contains("max_result"), "{error}");
+    assert_error_chain_contains(&error, "max_result");
     echo_works(&toolbox).await;
 
     // A result within the limit arrives whole.
@@ -157,7 +152,7 @@ async fn a_200_mb_answer_over_http_is_cut_off_too() {
             "json" => assert_eq!(error.kind(), ErrorKind::ResultTooLarge, "{error}"),
             _ => {
                 assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
-                assert!(error.to_string().contains("max_result"), "{error}");
+                assert_error_chain_contains(&error, "max_result");
             }
         }
         echo_works(&toolbox).await;
@@ -176,28 +171,22 @@ async fn a_server_that_dies_is_restarted_once() {
 
     let error = call(&toolbox, "die", "{}").await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
-    let text = error.to_string();
-    assert!(text.contains("exited with status 7"), "{text}");
-    assert!(
-        text.contains("fake: dying on purpose"),
-        "its stderr: {text}"
-    );
-    assert!(text.contains("restarted for the next call"), "{text}");
+    assert_error_chain_contains(&error, "exited with status 7");
+    // Its stderr.
+    assert_error_chain_contains(&error, "fake: dying on purpose");
+    assert_error_chain_contains(&error, "restarted for the next call");
 
     echo_works(&toolbox).await;
     let second = server.pid().await.expect("running again");
     assert_ne!(first, second, "a new process");
 
     let error = call(&toolbox, "die", "{}").await.unwrap_err();
-    assert!(
-        error.to_string().contains("restarted once already"),
-        "{error}"
-    );
+    assert_error_chain_contains(&error, "restarted once already");
     let error = call(&toolbox, "echo", r#"{"text": "?"}"#)
         .await
         .unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable, "{error}");
-    assert!(error.to_string().contains("not restarted again"), "{error}");
+    assert_error_chain_contains(&error, "not restarted again");
     assert!(
         error.model_message().contains("unavailable"),
         "{}",

@@ -8,6 +8,7 @@ use serde_json::Value;
 use toolhost::mcp::client::{INHERITED_ENV, McpServerConfig};
 use toolhost::sandbox::EnvGrant;
 use toolhost::{CallContext, ErrorKind, Toolbox};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::peers::peers;
 
 use super::{PATIENCE, patient, toolbox};
@@ -143,12 +144,8 @@ async fn a_header_naming_an_unset_variable_fails_the_load_naming_it() {
         .await
         .err()
         .expect("the load fails");
-    let text = super::chain(error);
-    assert!(text.contains("MCP server `remote`"), "{text}");
-    assert!(
-        text.contains("TOOLHOST_SURELY_UNSET_TOKEN is not set"),
-        "{text}"
-    );
+    assert_error_chain_contains(&error, "MCP server `remote`");
+    assert_error_chain_contains(&error, "TOOLHOST_SURELY_UNSET_TOKEN is not set");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,6 +6,7 @@ use std::path::Path;
 use toolhost::agent::{Agent, AgentOptions, Conversation, RunOptions};
 use toolhost::llm::{HttpOptions, OpenAiProvider};
 use toolhost::mcp::client::McpServerConfig;
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::peers::{eventually, is_gone, peers};
 
@@ -54,7 +55,7 @@ async fn shutting_down_stops_the_server_and_what_it_started() {
         .call("echo", r#"{"text": "?"}"#, &Default::default())
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("stopped"), "{error}");
+    assert_error_chain_contains(&error, "stopped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use toolhost::mcp::client::{McpServer, McpServerConfig};
 use toolhost::{SourceOptions, Toolbox};
+use toolhost_tests::error::chain;
 use toolhost_tests::runtime;
 
 /// Generous bounds for waiting on servers (guards against hanging, not measurements).
@@ -40,7 +41,7 @@ pub async fn toolbox(configs: Vec<McpServerConfig>) -> Toolbox {
         .await
     {
         Ok(toolbox) => toolbox,
-        Err(error) => panic!("{:#}", anyhow::Error::from(error)),
+        Err(error) => panic!("{}", chain(&error)),
     }
 }
 
@@ -49,7 +50,7 @@ pub async fn server(config: McpServerConfig) -> (Arc<McpServer>, Toolbox) {
     let server = Arc::new(
         McpServer::connect(config)
             .await
-            .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::from(e))),
+            .unwrap_or_else(|e| panic!("{}", chain(&e))),
     );
     let toolbox = Toolbox::builder(&runtime())
         .source(server.clone(), SourceOptions::default())
@@ -57,9 +58,4 @@ pub async fn server(config: McpServerConfig) -> (Arc<McpServer>, Toolbox) {
         .await
         .unwrap();
     (server, toolbox)
-}
-
-/// The operator's text of an error and its causes.
-pub fn chain(error: impl Into<anyhow::Error>) -> String {
-    format!("{:#}", error.into())
 }

@@ -11,6 +11,7 @@ use toolhost::{
     CallContext, ComponentConfig, Host, HostError, Manifest, NativeTools, SourceOptions,
 };
 use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::error::chain;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::peers::peers;
 use toolhost_tests::{repo_root, runtime};
@@ -64,7 +65,7 @@ async fn a_component_an_mcp_server_and_native_functions_serve_one_loop() {
         })
         .build()
         .await
-        .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::from(e)));
+        .unwrap_or_else(|e| panic!("{}", chain(&e)));
 
     let catalog = host.toolbox().catalog();
     let sandboxed = |name: &str| catalog.origin(name).unwrap().is_sandboxed();
@@ -157,7 +158,7 @@ fn the_readme_manifest_mixing_sources_is_valid() {
         .and_then(|rest| rest.split("```").next())
         .expect("it shows a manifest");
     let manifest = Manifest::parse(toml, &repo_root().join("example-tools/toolhost.toml"))
-        .unwrap_or_else(|e| panic!("{:#}", anyhow::Error::from(e)));
+        .unwrap_or_else(|e| panic!("{}", chain(&e)));
     assert!(!manifest.components.is_empty());
     let servers = manifest.mcp_server_configs();
     assert!(servers.iter().any(|s| matches!(

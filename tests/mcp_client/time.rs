@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use toolhost::mcp::client::McpServerConfig;
 use toolhost::{CallContext, ErrorKind};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::peers::peers;
 
 use super::{patient, toolbox};
@@ -95,9 +96,5 @@ async fn a_prefix_and_an_include_list_apply_to_an_mcp_server() {
         .await
         .err()
         .expect("a tools list naming a missing tool fails the load");
-    let text = super::chain(error);
-    assert!(
-        text.contains("MCP server `time` has no tool `get_weather`"),
-        "{text}"
-    );
+    assert_error_chain_contains(&error, "MCP server `time` has no tool `get_weather`");
 }

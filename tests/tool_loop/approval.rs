@@ -13,6 +13,7 @@ use toolhost::agent::{
 use toolhost::sandbox::{HostPattern, LimitsConfig};
 use toolhost::{ComponentConfig, Grants, Toolbox};
 use toolhost_tests::components::{CALCULATOR, MISBEHAVE};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::runtime;
 
@@ -338,7 +339,7 @@ async fn decisions_name_pending_calls_and_saved_conversations_are_checked() {
         matches!(error, FormatError::Version { found: 2 }),
         "{error}"
     );
-    assert!(error.to_string().contains("newer"), "{error}");
+    assert_error_chain_contains(&error, "newer");
     let text = saved.to_string();
     let error = Conversation::from_json(&text[..text.len() / 2]).unwrap_err();
     assert!(matches!(error, FormatError::NotJson(_)), "{error}");

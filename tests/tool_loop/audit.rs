@@ -9,6 +9,7 @@ use toolhost::agent::{
     Agent, AgentError, AgentOptions, ApprovalMode, ApprovalRules, AuditLog, AuditRecord, AuditSink,
     Conversation, RunEnd, RunOptions,
 };
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 
 use super::{MODES, http_options, provider, toolbox};
@@ -136,10 +137,7 @@ async fn a_call_that_cannot_be_recorded_stops_the_run_before_the_model_sees_it()
         .await
         .unwrap_err();
     assert!(matches!(error, AgentError::Audit { .. }), "{error}");
-    let text = format!("{:#}", anyhow::Error::from(error));
-    assert!(
-        text.contains("/full/audit.jsonl") && text.contains("no space left"),
-        "{text}"
-    );
+    assert_error_chain_contains(&error, "/full/audit.jsonl");
+    assert_error_chain_contains(&error, "no space left");
     assert_eq!(model.requests().len(), 1);
 }

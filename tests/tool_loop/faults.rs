@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::agent::{AgentError, AgentOptions, RunOptions};
 use toolhost::llm::{ChatRequest, Message, ModelConfig, ProviderError, ProviderKind, ToolChoice};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
 
 use super::{ask, scripted};
@@ -87,12 +88,10 @@ async fn client_errors_are_not_retried() {
         matches!(error, ProviderError::Unauthorized { status: 401, .. }),
         "{error}"
     );
-    assert!(
-        error.to_string().contains(
-            "401: invalid x-api-key; check the API key set by `api_key` in the manifest's \
-             [model] section"
-        ),
-        "{error}"
+    assert_error_chain_contains(
+        &error,
+        "401: invalid x-api-key; check the API key set by `api_key` in the manifest's \
+             [model] section",
     );
     assert_eq!(model.requests().len(), 1);
 }
@@ -144,7 +143,7 @@ async fn a_model_without_tool_support_is_named_as_such() {
         matches!(error, ProviderError::ToolsNotSupported { .. }),
         "{error}"
     );
-    assert!(error.to_string().contains("cannot use tools"), "{error}");
+    assert_error_chain_contains(&error, "cannot use tools");
     assert_eq!(model.requests().len(), 1);
 }
 
@@ -227,12 +226,10 @@ async fn a_stream_that_stalls_times_out() {
         matches!(error, ProviderError::Timeout { stalled: true, .. }),
         "{error}"
     );
-    assert!(
-        error.to_string().contains(
-            "sent nothing for 300ms in the middle of a streamed answer; if the model \
-                       needs longer, raise `timeout` in the manifest's [model] section"
-        ),
-        "{error}"
+    assert_error_chain_contains(
+        &error,
+        "sent nothing for 300ms in the middle of a streamed answer; if the model \
+                       needs longer, raise `timeout` in the manifest's [model] section",
     );
 }
 

@@ -14,6 +14,7 @@ use toolhost::agent::{Agent, AgentError, AgentOptions, InvalidProblem, RunEnd, R
 use toolhost::{
     CallContext, CallError, Origin, SourceOptions, ToolOutput, ToolSource, ToolSpec, Toolbox,
 };
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Call, Format, ScriptedModel, Turn, call, calls, text};
 use toolhost_tests::runtime;
 
@@ -48,7 +49,7 @@ async fn a_fail_run_tool_ends_the_run_with_its_error() {
         };
         assert_eq!(tool, "square_root");
         assert!(message.contains("negative number"), "{message}");
-        assert!(error.to_string().contains("on_error"), "{error}");
+        assert_error_chain_contains(&error, "on_error");
         assert_eq!(
             error.executions().len(),
             2,

@@ -11,6 +11,7 @@ use toolhost::agent::{
     ToolSelection, UnknownTool,
 };
 use toolhost::llm::Message;
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, Turn, call, calls, text};
 
 use super::{ask, scripted};
@@ -222,7 +223,7 @@ async fn the_round_limit_ends_a_run_that_never_answers() {
         }
         other => panic!("expected the round limit, got {other}"),
     }
-    assert!(error.to_string().contains("after 4 rounds"), "{error}");
+    assert_error_chain_contains(&error, "after 4 rounds");
     assert_eq!(model.requests().len(), 4);
 }
 
@@ -283,7 +284,7 @@ async fn a_call_cut_off_by_the_token_limit_is_never_sent_back() {
             ),
             "{error}"
         );
-        assert!(error.to_string().contains("raise max_tokens"));
+        assert_error_chain_contains(&error, "raise max_tokens");
         assert_eq!(
             model.requests().len(),
             1,
