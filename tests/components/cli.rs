@@ -1,53 +1,40 @@
 //! The `host` binary: what a user sees on stdout, stderr and in the exit code.
 
-use std::process::{Command, Output};
-
+use toolhost_tests::cli::{HostCommand, HostOutput};
 use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE, NOT_A_TOOL};
-use toolhost_tests::{host_binary, target_dir};
 
-fn host(args: &[&str]) -> Output {
-    Command::new(host_binary())
-        .args(args)
-        .env(
-            "TOOLHOST_COMPONENT_CACHE",
-            target_dir().join("test-compile-cache"),
-        )
-        .output()
-        .expect("host runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+/// `host ARGS`, run to its end.
+fn host(args: &[&str]) -> HostOutput {
+    let (subcommand, args) = args.split_first().expect("a subcommand");
+    HostCommand::new(subcommand).args(args).run_blocking()
 }
 
 #[test]
 fn call_prints_the_result_on_stdout() {
     let output = host(&["call", CALCULATOR, "square_root", r#"{"x": 475695037565}"#]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output), "689706.4865324959\n");
+    output.assert_success();
+    assert_eq!(output.stdout, "689706.4865324959\n");
 }
 
 #[test]
 fn a_failed_call_exits_1_with_the_error_on_stderr() {
     let output = host(&["call", CALCULATOR, "square_root", r#"{"x": "four"}"#]);
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stdout(&output), "");
+    assert_eq!(output.code(), Some(1));
+    assert_eq!(output.stdout, "");
     assert!(
-        stderr(&output).starts_with("error: invalid arguments for `square_root`"),
+        output
+            .stderr
+            .starts_with("error: invalid arguments for `square_root`"),
         "{}",
-        stderr(&output)
+        output.stderr
     );
 }
 
 #[test]
 fn call_json_reports_kind_and_message() {
     let output = host(&["call", MISBEHAVE, "fail", "--json"]);
-    assert_eq!(output.status.code(), Some(1));
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(output.code(), Some(1));
+    let value = output.json();
     assert_eq!(value["ok"], false);
     assert_eq!(value["error"]["kind"], "tool_failed");
     assert_eq!(
@@ -59,14 +46,14 @@ fn call_json_reports_kind_and_message() {
 #[test]
 fn tool_output_never_reaches_the_hosts_stdout() {
     let output = host(&["call", MISBEHAVE, "chatter", r#"{"bytes": 2000}"#]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output), "done\n", "only the result is on stdout");
+    output.assert_success();
+    assert_eq!(output.stdout, "done\n", "only the result is on stdout");
     assert!(
-        stderr(&output).contains("[tool stdout] 0123456789abcdef"),
+        output.stderr.contains("[tool stdout] 0123456789abcdef"),
         "{}",
-        stderr(&output)
+        output.stderr
     );
-    assert!(stderr(&output).contains("[tool stderr] chatter done"));
+    assert!(output.stderr.contains("[tool stderr] chatter done"));
 }
 
 #[test]
@@ -82,12 +69,12 @@ fn grant_flags_reach_the_tool() {
         "--dir",
         &dir,
     ]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output), "alpha\n");
+    output.assert_success();
+    assert_eq!(output.stdout, "alpha\n");
 
     let output = host(&["call", FILES, "read_file", r#"{"path": "/data/a.txt"}"#]);
     assert_eq!(
-        output.status.code(),
+        output.code(),
         Some(1),
         "without --dir there is nothing to read"
     );
@@ -96,8 +83,8 @@ fn grant_flags_reach_the_tool() {
 #[test]
 fn inspect_json_lists_tools_and_imports() {
     let output = host(&["inspect", CALCULATOR, "--json"]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    output.assert_success();
+    let value = output.json();
     let names: Vec<&str> = value["tools"]
         .as_array()
         .expect("tools")
@@ -117,8 +104,8 @@ fn inspect_json_lists_tools_and_imports() {
 #[test]
 fn inspect_text_shows_arguments_and_descriptions() {
     let output = host(&["inspect", CALCULATOR]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
+    output.assert_success();
+    let text = output.stdout;
     assert!(
         text.contains("square_root\n  Computes the square root"),
         "{text}"
@@ -132,8 +119,8 @@ fn inspect_text_shows_arguments_and_descriptions() {
 #[test]
 fn a_load_error_exits_2_and_names_the_file() {
     let output = host(&["inspect", NOT_A_TOOL]);
-    assert_eq!(output.status.code(), Some(2));
-    let text = stderr(&output);
+    assert_eq!(output.code(), Some(2));
+    let text = output.stderr;
     assert!(text.starts_with("error: "), "{text}");
     assert!(text.contains("not-a-tool.wasm"), "{text}");
 }
@@ -152,8 +139,8 @@ fn tools_lists_grants_next_to_requests() {
     )
     .expect("written");
     let output = host(&["tools", manifest.to_str().expect("UTF-8")]);
-    assert!(output.status.success(), "{}", stderr(&output));
-    let text = stdout(&output);
+    output.assert_success();
+    let text = output.stdout;
     assert!(
         text.contains("read /data [granted] by list_files"),
         "{text}"

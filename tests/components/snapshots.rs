@@ -5,27 +5,20 @@
 
 use std::io::Read as _;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
+use toolhost_tests::cli::{HostCommand, HostOutput};
 use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE};
 use toolhost_tests::snapshot::render;
-use toolhost_tests::{host_binary, target_dir};
 
-fn host(args: &[&str]) -> Output {
-    command(args).output().expect("host runs")
+/// `host ARGS`, run to its end.
+fn host(args: &[&str]) -> HostOutput {
+    command(args).run_blocking()
 }
 
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(host_binary());
-    command
-        .args(args)
-        .env(
-            "TOOLHOST_COMPONENT_CACHE",
-            target_dir().join("test-compile-cache"),
-        )
-        .env_remove("RUST_LOG")
-        .env_remove("TOOLHOST_MANIFEST");
-    command
+fn command(args: &[&str]) -> HostCommand {
+    let (subcommand, args) = args.split_first().expect("a subcommand");
+    HostCommand::new(subcommand).args(args)
 }
 
 /// A manifest with the files tool (granted a data directory) and the calculator.
@@ -103,16 +96,17 @@ fn every_command_gives_the_same_hint_for_a_missing_manifest() {
         vec!["chat", "-m", missing],
     ] {
         let output = host(&args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = &output.stderr;
+        assert_eq!(output.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(hint), "{args:?}: {stderr}");
     }
 }
 
 /// Runs `args` with stdout a pipe whose reader is already gone, as `| head -1` leaves it
 /// once `head` has its line.
-fn into_closed_pipe(args: &[&str]) -> Output {
+fn into_closed_pipe(args: &[&str]) -> HostOutput {
     let mut child = command(args)
+        .into_command()
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -126,11 +120,11 @@ fn into_closed_pipe(args: &[&str]) -> Output {
         .read_to_string(&mut stderr)
         .expect("stderr is readable");
     let status = child.wait().expect("host ends");
-    Output {
+    HostOutput::from(Output {
         status,
         stdout: Vec::new(),
         stderr: stderr.into_bytes(),
-    }
+    })
 }
 
 #[test]
@@ -143,9 +137,9 @@ fn a_closed_pipe_ends_quietly() {
         vec!["call", CALCULATOR, "add", r#"{"a": 1, "b": 2}"#],
     ] {
         let output = into_closed_pipe(&args);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let stderr = &output.stderr;
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(output.code(), Some(0), "{args:?}: {stderr}");
     }
 }

@@ -2,61 +2,41 @@
 //! sandboxed, `host call` calls them, `host run` offers them to the model, and Ctrl-C or
 //! SIGTERM of the host leaves no server process behind.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
-use serde_json::Value;
-use toolhost_tests::host_binary;
+use toolhost_tests::cli::{HostCommand, ManifestFile, model_table};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::peers::{eventually, is_gone, peers};
 
 use super::PATIENCE;
 use super::lifecycle::pids;
 
-fn host(args: &[&str]) -> Command {
-    let mut command = Command::new(host_binary());
-    command
-        .args(args)
-        .env_remove("RUST_LOG")
-        .env_remove("TOOLHOST_MANIFEST");
-    command
-}
-
-async fn output(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
-}
-
-/// A manifest with mcp-server-time and the fake server (logging to `log`), and `extra`.
-fn manifest(dir: &Path, log: &Path, extra: &str) -> PathBuf {
+/// A manifest with mcp-server-time and the fake server (logging to the returned path, in the
+/// manifest's directory), and `extra`.
+fn manifest(extra: &str) -> (ManifestFile, PathBuf) {
     let peers = peers();
-    let path = dir.join("toolhost.toml");
-    std::fs::write(
-        &path,
+    let manifest = ManifestFile::in_dir(|dir| {
         format!(
             "[mcp_servers.time]\ncommand = {:?}\n\n\
              [mcp_servers.fake]\ncommand = {:?}\nenv = [\"FAKE_LOG={}\"]\nprefix = \"fake_\"\n\
              tools = [\"echo\", \"slow\"]\n\n{extra}",
             peers.time_server(),
             peers.fake_server(&["--grandchild"]),
-            log.display()
-        ),
-    )
-    .unwrap();
-    path
+            dir.join("fake.log").display()
+        )
+    });
+    let log = manifest.dir().join("fake.log");
+    (manifest, log)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_tools_lists_mcp_tools_with_their_server_as_not_sandboxed() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fake.log");
-    let manifest = manifest(dir.path(), &log, "");
-    let manifest = manifest.to_str().unwrap();
+    let (manifest, _log) = manifest("");
 
-    let out = output(host(&["tools", manifest])).await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
+    let out = HostCommand::new("tools").arg(manifest.path()).run().await;
+    out.assert_success();
+    let stdout = &out.stdout;
     let time = stdout
         .split("\n\n")
         .find(|block| block.starts_with("time "))
@@ -74,8 +54,12 @@ async fn host_tools_lists_mcp_tools_with_their_server_as_not_sandboxed() {
         "prefix and list: {fake}"
     );
 
-    let out = output(host(&["tools", manifest, "--json"])).await;
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = HostCommand::new("tools")
+        .arg(manifest.path())
+        .arg("--json")
+        .run()
+        .await;
+    let json = out.json();
     let servers = json["mcp_servers"].as_array().unwrap();
     assert_eq!(servers.len(), 2, "{json}");
     for server in servers {
@@ -91,27 +75,21 @@ async fn host_tools_lists_mcp_tools_with_their_server_as_not_sandboxed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_call_calls_an_mcp_tool() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(dir.path(), &dir.path().join("fake.log"), "");
-    let out = output(host(&[
-        "call",
-        manifest.to_str().unwrap(),
-        "get_current_time",
-        r#"{"timezone": "Asia/Tokyo"}"#,
-    ]))
-    .await;
-    assert!(out.status.success(), "{out:?}");
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(result["timezone"], "Asia/Tokyo");
+    let (manifest, _log) = manifest("");
+    let out = HostCommand::new("call")
+        .arg(manifest.path())
+        .args(["get_current_time", r#"{"timezone": "Asia/Tokyo"}"#])
+        .run()
+        .await;
+    out.assert_success();
+    assert_eq!(out.json()["timezone"], "Asia/Tokyo");
 
-    let out = output(host(&[
-        "call",
-        manifest.to_str().unwrap(),
-        "fake_echo",
-        r#"{"text": "via the prefix"}"#,
-    ]))
-    .await;
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "via the prefix\n");
+    let out = HostCommand::new("call")
+        .arg(manifest.path())
+        .args(["fake_echo", r#"{"text": "via the prefix"}"#])
+        .run()
+        .await;
+    assert_eq!(out.stdout, "via the prefix\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,25 +106,14 @@ async fn host_run_offers_mcp_tools_to_the_model() {
         ],
     )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = manifest(
-        dir.path(),
-        &dir.path().join("fake.log"),
-        &format!(
-            "[model]\nprovider = \"openai\"\nbase_url = {:?}\n",
-            model.base_url()
-        ),
-    );
-    let out = output(host(&[
-        "run",
-        "-m",
-        manifest.to_str().unwrap(),
-        "--json",
-        "What time is it in Tokyo?",
-    ]))
-    .await;
-    assert!(out.status.success(), "{out:?}");
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (manifest, _log) = manifest(&model_table(&model));
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .args(["--json", "What time is it in Tokyo?"])
+        .run()
+        .await;
+    out.assert_success();
+    let json = out.json();
     let execution = &json["result"]["executions"][0];
     assert_eq!(execution["name"], "get_current_time");
     assert_eq!(execution["outcome"]["status"], "ok", "{execution}");
@@ -170,19 +137,15 @@ async fn host_run_offers_mcp_tools_to_the_model() {
 
 /// Signals the host while a call runs; the server and its child must be gone after.
 async fn no_orphan_after(signal: &str, exit_code: i32) {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("fake.log");
-    let manifest = manifest(dir.path(), &log, "");
-    let mut child = host(&[
-        "call",
-        manifest.to_str().unwrap(),
-        "fake_slow",
-        r#"{"seconds": 600}"#,
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let (manifest, log) = manifest("");
+    let mut child = HostCommand::new("call")
+        .arg(manifest.path())
+        .args(["fake_slow", r#"{"seconds": 600}"#])
+        .into_command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let (server, grandchild) = pids(&log).await;
     let status = Command::new("kill")
         .args([signal, &child.id().to_string()])

@@ -3,24 +3,18 @@
 
 use toolhost::CallContext;
 use toolhost::mcp::client::McpServerConfig;
-use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::host_binary;
 
 use super::{patient, toolbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_toolhost_loop_calls_another_toolhosts_sandboxed_tools() {
-    let dir = tempfile::tempdir().unwrap();
-    let inner = dir.path().join("inner.toml");
-    std::fs::write(
-        &inner,
-        format!("[components.calculator]\npath = {CALCULATOR:?}\n"),
-    )
-    .unwrap();
+    let inner = ManifestFile::calculator("");
     let command = vec![
         host_binary().to_str().unwrap().to_owned(),
         "mcp".to_owned(),
-        inner.to_str().unwrap().to_owned(),
+        inner.arg().to_owned(),
     ];
     let toolbox = toolbox(vec![patient(McpServerConfig::stdio("inner", command))]).await;
     assert!(

@@ -2,11 +2,10 @@
 //! `host run` with the example manifest, its clock component removed and mcp-server-time
 //! added, answers "What time is it in Tokyo?" through the MCP tool.
 
-use std::process::Command;
-
 use serde_json::Value;
+use toolhost_tests::cli::HostCommand;
 use toolhost_tests::peers::peers;
-use toolhost_tests::{host_binary, repo_root};
+use toolhost_tests::repo_root;
 
 /// The example manifest without `[components.clock]`, with mcp-server-time, written next to
 /// the example's own (its relative paths stay right).
@@ -54,26 +53,17 @@ async fn the_local_model_tells_the_time_in_tokyo_through_mcp_server_time() {
     toolhost_tests::require_guests();
     let dir = tempfile::tempdir().unwrap();
     let manifest = manifest(dir.path());
-    let mut command = Command::new(host_binary());
-    command
-        .args([
-            "run",
-            "-m",
-            manifest.to_str().unwrap(),
-            "--json",
-            "What time is it in Tokyo?",
-        ])
-        .env_remove("RUST_LOG");
-    let out = tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .args(["--json", "What time is it in Tokyo?"])
+        .run()
+        .await;
     assert!(
-        out.status.success(),
-        "{stderr} (just test runs scripts/setup-local-llm.sh and scripts/setup-mcp-peers.sh \
-         first)"
+        out.success(),
+        "{} (just test runs scripts/setup-local-llm.sh and scripts/setup-mcp-peers.sh first)",
+        out.stderr
     );
-    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = out.json();
     let result = &json["result"];
     let call = result["executions"]
         .as_array()

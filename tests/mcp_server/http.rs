@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost_tests::cli::HostCommand;
 use toolhost_tests::components::{CALCULATOR, MCP_CONFORMANCE};
-use toolhost_tests::mcp::{HttpClient, HttpServer, host_command, messages};
+use toolhost_tests::mcp::{HttpClient, HttpServer, messages};
 
-use crate::TestManifest;
+use crate::test_manifest;
 
 fn text(answer: &Value) -> &str {
     answer["result"]["content"][0]["text"]
@@ -128,30 +129,22 @@ async fn with_a_token_every_request_must_carry_it() {
 
 #[tokio::test]
 async fn listening_beyond_loopback_without_a_token_is_refused() {
-    let output = host_command()
-        .args(["mcp", CALCULATOR, "--http", "0.0.0.0:0"])
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = HostCommand::new("mcp")
+        .args([CALCULATOR, "--http", "0.0.0.0:0"])
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2));
+    let stderr = &output.stderr;
     assert!(stderr.contains("--token-env"), "{stderr}");
     assert!(stderr.contains("0.0.0.0"), "{stderr}");
 
-    let output = host_command()
-        .args([
-            "mcp",
-            CALCULATOR,
-            "--http",
-            "127.0.0.1:0",
-            "--token-env",
-            "NO_SUCH_VAR_HERE",
-        ])
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let output = HostCommand::new("mcp")
+        .args([CALCULATOR, "--http", "127.0.0.1:0"])
+        .args(["--token-env", "NO_SUCH_VAR_HERE"])
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2));
+    let stderr = &output.stderr;
     assert!(stderr.contains("NO_SUCH_VAR_HERE"), "{stderr}");
 }
 
@@ -221,7 +214,7 @@ async fn start_and_abandon_spin(client: &mut HttpClient) {
 
 #[tokio::test]
 async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
@@ -236,7 +229,7 @@ async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
 
 #[tokio::test]
 async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v", "--stateless"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
@@ -251,7 +244,7 @@ async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
 
 #[tokio::test]
 async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;
@@ -268,7 +261,7 @@ async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
 
 #[tokio::test]
 async fn sigterm_lets_calls_in_flight_finish_then_stops() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
     let mut client = HttpClient::new(&server.url);
     client.initialize().await;

@@ -10,26 +10,16 @@ mod http;
 mod peers;
 mod stdio;
 
-use std::path::PathBuf;
-
-use tempfile::TempDir;
+use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};
 use toolhost_tests::require_guests;
 
 /// A manifest with the calculator, the clock and the misbehaving tools, annotations for
 /// `square_root`, and `tenant` and `count` passed from `_meta`.
-pub struct TestManifest {
-    _dir: TempDir,
-    pub path: PathBuf,
-}
-
-impl TestManifest {
-    pub fn create() -> Self {
-        require_guests();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("toolhost.toml");
-        let text = format!(
-            r#"
+pub fn test_manifest() -> ManifestFile {
+    require_guests();
+    ManifestFile::new(&format!(
+        r#"
 [components.calculator]
 path = {CALCULATOR:?}
 
@@ -46,14 +36,7 @@ annotations = {{ title = "Square root", read_only = true, idempotent = true, ope
 [mcp]
 pass_meta = ["tenant", "count"]
 "#
-        );
-        std::fs::write(&path, text).unwrap();
-        Self { _dir: dir, path }
-    }
-
-    pub fn arg(&self) -> &str {
-        self.path.to_str().unwrap()
-    }
+    ))
 }
 
 /// The names of the tools in a `tools/list` answer, in order.

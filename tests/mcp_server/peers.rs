@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Value, json};
+use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::MCP_CONFORMANCE;
 use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
@@ -257,14 +258,10 @@ async fn the_python_sdk_lists_the_example_tools_and_calls_square_root() {
 #[tokio::test]
 async fn tools_taken_from_an_mcp_server_keep_their_images_and_structured_results() {
     let everything = toolhost_tests::peers::peers().everything_stdio();
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &manifest,
-        format!("[mcp_servers.everything]\ncommand = {everything:?}\n"),
-    )
-    .unwrap();
-    let mut server = StdioServer::start(&[manifest.to_str().unwrap()]).await;
+    let manifest = ManifestFile::new(&format!(
+        "[mcp_servers.everything]\ncommand = {everything:?}\n"
+    ));
+    let mut server = StdioServer::start(&[manifest.arg()]).await;
 
     let answer = server.call("get-tiny-image", json!({})).await;
     let content = answer["result"]["content"].as_array().unwrap();

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use toolhost_tests::components::CALCULATOR;
 use toolhost_tests::mcp::StdioServer;
 
-use crate::{TestManifest, tool_names};
+use crate::{test_manifest, tool_names};
 
 /// The text of the first content block of a `tools/call` answer.
 fn text(answer: &Value) -> &str {
@@ -35,7 +35,7 @@ async fn initialize_says_toolhost_with_tools_and_logging_only() {
 
 #[tokio::test]
 async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut first = StdioServer::start(&[manifest.arg()]).await;
     let listed = first.request("tools/list", json!({})).await;
     assert_eq!(
@@ -86,7 +86,7 @@ async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
 
 #[tokio::test]
 async fn an_output_schema_brings_structured_content_and_the_same_json_as_text() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let listed = server.request("tools/list", json!({})).await;
     let tools = listed["result"]["tools"].as_array().unwrap();
@@ -205,7 +205,7 @@ async fn until_served_directly(server: &mut StdioServer) {
 /// handler: a client must not be able to tell them apart.
 #[tokio::test]
 async fn a_call_answers_the_same_with_and_without_meta() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
     until_served_directly(&mut server).await;
     let mut through_rmcp = Vec::new();
@@ -253,7 +253,7 @@ async fn a_call_answers_the_same_with_and_without_meta() {
 
 #[tokio::test]
 async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let answer = server.call("fail", json!({})).await;
     assert!(is_error(&answer), "{answer}");
@@ -283,7 +283,7 @@ async fn traps_failures_and_denials_are_error_results_and_the_server_goes_on() {
 
 #[tokio::test]
 async fn the_tools_output_reaches_the_client_as_logging_notifications() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let answer = server.call("chatter", json!({ "bytes": 20 })).await;
     assert_eq!(text(&answer), "done");
@@ -323,7 +323,7 @@ async fn the_tools_output_reaches_the_client_as_logging_notifications() {
 
 #[tokio::test]
 async fn meta_keys_the_manifest_names_reach_the_tool_and_no_others() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     let id = server
         .start_request(
@@ -403,7 +403,7 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
 
 #[tokio::test]
 async fn notifications_cancelled_stops_a_spinning_tool() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg(), "-v"]).await;
     let spin = server
         .start_request("tools/call", json!({ "name": "spin", "arguments": {} }))
@@ -426,7 +426,7 @@ async fn notifications_cancelled_stops_a_spinning_tool() {
 
 #[tokio::test]
 async fn a_client_that_goes_away_mid_call_ends_the_server() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg()]).await;
     server
         .start_request("tools/call", json!({ "name": "spin", "arguments": {} }))
@@ -443,7 +443,7 @@ async fn a_client_that_goes_away_mid_call_ends_the_server() {
 #[tokio::test]
 async fn a_client_gone_mid_calls_on_both_paths_ends_the_server_after_one_grace() {
     const GRACE: Duration = Duration::from_secs(5);
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg(), "-vv"]).await;
     until_served_directly(&mut server).await;
     let direct = server
@@ -477,7 +477,7 @@ async fn a_client_gone_mid_calls_on_both_paths_ends_the_server_after_one_grace()
 
 #[tokio::test]
 async fn sigterm_lets_a_call_in_flight_finish_and_takes_no_new_one() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server = StdioServer::start(&[manifest.arg(), "-v"]).await;
     let sleep = server
         .start_request(
@@ -504,7 +504,7 @@ async fn sigterm_lets_a_call_in_flight_finish_and_takes_no_new_one() {
 
 #[tokio::test]
 async fn sigterm_cancels_what_outlives_the_shutdown_timeout() {
-    let manifest = TestManifest::create();
+    let manifest = test_manifest();
     let mut server =
         StdioServer::start(&[manifest.arg(), "-v", "--shutdown-timeout", "300ms"]).await;
     server

@@ -1,6 +1,7 @@
 //! Shared pieces of toolhost's integration tests: the guest components built from source,
 //! a runtime, and a real HTTP server on 127.0.0.1.
 
+pub mod cli;
 pub mod conformance;
 pub mod error;
 pub mod eval;

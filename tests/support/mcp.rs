@@ -11,8 +11,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::{host_binary, target_dir};
-
 /// How long a test waits for an answer before it calls the server hung. A guard against a
 /// test that never ends, not a performance threshold.
 pub const HANG: Duration = Duration::from_secs(60);
@@ -62,14 +60,10 @@ pub fn peers() -> Peers {
     }
 }
 
-/// A `host` command with the tests' compile cache.
+/// The `host` command of [`crate::cli::host_command`], as a child that is killed when the
+/// test drops it.
 pub fn host_command() -> Command {
-    let mut command = Command::new(host_binary());
-    command.env(
-        "TOOLHOST_COMPONENT_CACHE",
-        target_dir().join("test-compile-cache"),
-    );
-    command.env_remove("RUST_LOG");
+    let mut command = Command::from(crate::cli::host_command());
     command.kill_on_drop(true);
     command
 }

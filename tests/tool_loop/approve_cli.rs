@@ -7,47 +7,37 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
 use std::os::fd::FromRawFd as _;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::components::{CALCULATOR, MISBEHAVE};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 
-use super::cli::{host, output};
 use super::sent;
 
 /// A manifest with the calculator and the misbehaving tools, and `extra` appended.
-fn manifest(extra: &str) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[components.calculator]\npath = {CALCULATOR:?}\n\n\
-             [components.misbehave]\npath = {MISBEHAVE:?}\n\n{extra}"
-        ),
-    )
-    .unwrap();
-    let path = path.to_str().unwrap().to_owned();
-    (dir, path)
+fn manifest(extra: &str) -> ManifestFile {
+    ManifestFile::calculator(&format!(
+        "[components.misbehave]\npath = {MISBEHAVE:?}\n\n{extra}"
+    ))
 }
 
 /// `host run` against `model` with `manifest`.
-fn run(model: &ScriptedModel, manifest: &str, args: &[&str]) -> Command {
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        manifest,
-        "--model",
-        "openai:scripted",
-        "--base-url",
-        &model.base_url(),
-    ]);
-    command.args(args);
-    command
+fn run(model: &ScriptedModel, manifest: &ManifestFile) -> HostCommand {
+    HostCommand::new("run").manifest(manifest).model(model)
+}
+
+/// `host chat` against `model` with `manifest`, its conversation saved in `session`.
+fn chat(model: &ScriptedModel, manifest: &ManifestFile, session: &Path) -> HostCommand {
+    HostCommand::new("chat")
+        .manifest(manifest)
+        .model(model)
+        .arg("--session")
+        .arg(session)
 }
 
 /// A pseudo-terminal: the controlling side, and the terminal a child gets as stdin/stderr.
@@ -163,9 +153,9 @@ async fn run_asks_on_the_terminal_with_the_tool_its_arguments_and_grants() {
         ],
     )
     .await;
-    let (_dir, manifest) =
+    let manifest =
         manifest("[tools.add]\napproval = \"always\"\n\n[tools.multiply]\napproval = \"always\"\n");
-    let command = run(&model, &manifest, &["add things"]);
+    let command = run(&model, &manifest).arg("add things").into_command();
     let screen = tokio::task::spawn_blocking(move || {
         let mut terminal = OnTerminal::spawn(command);
         terminal.wait_for("run it?", 1);
@@ -224,7 +214,7 @@ async fn without_a_terminal_a_call_that_needs_approval_is_rejected_and_yes_allow
     };
     // `add` asks by its own setting; `count` by the rule, as its component holds HTTP;
     // `multiply` does not ask.
-    let (_dir, manifest) = manifest(
+    let manifest = manifest(
         "[tools.add]\napproval = \"always\"\n\n[approval]\nask_for = [\"write-dir\", \"http\"]\n",
     );
     let manifest_text = std::fs::read_to_string(&manifest).unwrap().replace(
@@ -233,9 +223,9 @@ async fn without_a_terminal_a_call_that_needs_approval_is_rejected_and_yes_allow
     );
     std::fs::write(&manifest, manifest_text).unwrap();
     let model = ScriptedModel::start(Format::OpenAi, turns()).await;
-    let out = output(run(&model, &manifest, &["add"])).await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let out = run(&model, &manifest).arg("add").run().await;
+    let stderr = &out.stderr;
+    out.assert_success();
     assert!(
         stderr.contains("add needs approval, and there is no terminal to ask on: rejected")
             && stderr.contains("--yes")
@@ -250,9 +240,9 @@ async fn without_a_terminal_a_call_that_needs_approval_is_rejected_and_yes_allow
     assert_eq!(results[2].1, "6.0");
 
     let model = ScriptedModel::start(Format::OpenAi, turns()).await;
-    let out = output(run(&model, &manifest, &["--yes", "add"])).await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let out = run(&model, &manifest).args(["--yes", "add"]).run().await;
+    let stderr = &out.stderr;
+    out.assert_success();
     assert!(!stderr.contains("needs approval"), "{stderr}");
     let results = sent::results(Format::OpenAi, &model.bodies()[1]);
     let contents: Vec<&str> = results.iter().map(|r| r.1.as_str()).collect();
@@ -281,13 +271,13 @@ async fn a_run_killed_mid_run_leaves_every_completed_call_in_the_audit_log() {
         ],
     )
     .await;
-    let (dir, manifest) = manifest("");
-    let audit = dir.path().join("audit.jsonl");
-    let mut command = run(
-        &model,
-        &manifest,
-        &["--audit", audit.to_str().unwrap(), "go"],
-    );
+    let manifest = manifest("");
+    let audit = manifest.dir().join("audit.jsonl");
+    let mut command = run(&model, &manifest)
+        .arg("--audit")
+        .arg(&audit)
+        .arg("go")
+        .into_command();
     command.stdout(Stdio::null()).stderr(Stdio::null());
     let mut child = command.spawn().unwrap();
     // The fifth request carries the fourth call's result: by then four calls are complete,
@@ -349,41 +339,8 @@ async fn a_run_killed_mid_run_leaves_every_completed_call_in_the_audit_log() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
-    let (dir, manifest) = manifest("");
-    let session = dir.path().join("chat.json");
-    let chat = |model: &ScriptedModel, input: &'static str| {
-        let mut command = host();
-        command.args([
-            "chat",
-            "-m",
-            &manifest,
-            "--model",
-            "openai:scripted",
-            "--base-url",
-            &model.base_url(),
-            "--session",
-            session.to_str().unwrap(),
-        ]);
-        command.stdin(Stdio::piped());
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let mut child = command
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(input.as_bytes())
-                    .unwrap();
-                child.wait_with_output().unwrap()
-            })
-            .await
-            .unwrap()
-        }
-    };
+    let manifest = manifest("");
+    let session = manifest.dir().join("chat.json");
 
     let first = ScriptedModel::start(
         Format::OpenAi,
@@ -393,12 +350,11 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
         ],
     )
     .await;
-    let out = chat(&first, "What is 2+40?\n").await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = chat(&first, &manifest, &session)
+        .stdin("What is 2+40?\n")
+        .run()
+        .await;
+    out.assert_success();
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
     assert_eq!(saved["version"], 1);
     let mode = std::fs::metadata(&session).unwrap().permissions().mode();
@@ -406,13 +362,12 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
 
     // Another process goes on with the conversation.
     let second = ScriptedModel::start(Format::OpenAi, vec![text("84.")]).await;
-    let out = chat(&second, "Double it.\n").await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "84.\n");
+    let out = chat(&second, &manifest, &session)
+        .stdin("Double it.\n")
+        .run()
+        .await;
+    out.assert_success();
+    assert_eq!(out.stdout, "84.\n");
     let messages = second.bodies()[0]["messages"].to_string();
     for earlier in ["What is 2+40?", "42.0", "It is 42.", "Double it."] {
         assert!(
@@ -431,9 +386,12 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
     ] {
         std::fs::write(&session, content).unwrap();
         let untouched = ScriptedModel::start(Format::OpenAi, vec![text("no")]).await;
-        let out = chat(&untouched, "hello\n").await;
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let out = chat(&untouched, &manifest, &session)
+            .stdin("hello\n")
+            .run()
+            .await;
+        let stderr = &out.stderr;
+        assert_eq!(out.code(), Some(2), "{stderr}");
         assert!(
             stderr.contains("cannot resume the session")
                 && stderr.contains(says)
@@ -447,30 +405,15 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_killed_while_asking_resumes_the_question_in_another_process() {
-    let (dir, manifest) = manifest("[tools.add]\napproval = \"always\"\n");
-    let session = dir.path().join("chat.json");
-    let chat = |model: &ScriptedModel| {
-        let mut command = host();
-        command.args([
-            "chat",
-            "-m",
-            &manifest,
-            "--model",
-            "openai:scripted",
-            "--base-url",
-            &model.base_url(),
-            "--session",
-            session.to_str().unwrap(),
-        ]);
-        command
-    };
+    let manifest = manifest("[tools.add]\napproval = \"always\"\n");
+    let session = manifest.dir().join("chat.json");
 
     let first = ScriptedModel::start(
         Format::OpenAi,
         vec![calls(vec![call("c1", "add", r#"{"a": 2, "b": 40}"#)])],
     )
     .await;
-    let command = chat(&first);
+    let command = chat(&first, &manifest, &session).into_command();
     tokio::task::spawn_blocking(move || {
         let mut terminal = OnTerminal::spawn(command);
         terminal.wait_for("> ", 1);
@@ -489,7 +432,7 @@ async fn a_chat_killed_while_asking_resumes_the_question_in_another_process() {
 
     // Another process, another model server: the question comes back first.
     let second = ScriptedModel::start(Format::OpenAi, vec![text("It is 42.")]).await;
-    let command = chat(&second);
+    let command = chat(&second, &manifest, &session).into_command();
     let (stdout, screen) = tokio::task::spawn_blocking(move || {
         let mut terminal = OnTerminal::spawn(command);
         terminal.wait_for("run it?", 1);

@@ -1,46 +1,16 @@
 //! `host run` and `host chat` as a user runs them: against the scripted model, and with the
 //! local model's server started and stopped by the host.
 
-use std::io::Write as _;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::cli::{HostCommand, HostOutput, ManifestFile};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::snapshot::render;
-use toolhost_tests::{host_binary, target_dir};
 
-/// A manifest with the calculator, in a temporary directory.
-fn manifest() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &path,
-        format!("[components.calculator]\npath = {CALCULATOR:?}\n"),
-    )
-    .unwrap();
-    let path = path.to_str().unwrap().to_owned();
-    (dir, path)
-}
-
-pub(super) fn host() -> Command {
-    let mut command = Command::new(host_binary());
-    command.env(
-        "TOOLHOST_COMPONENT_CACHE",
-        target_dir().join("test-compile-cache"),
-    );
-    command
-}
-
-pub(super) async fn output(mut command: Command) -> Output {
-    tokio::task::spawn_blocking(move || command.output().unwrap())
-        .await
-        .unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_streams_the_answer_and_shows_tool_activity_apart() {
+/// `host run "What is 2+40?"` with the calculator, against a model that calls `add` and then
+/// answers; the manifest is returned for its directory.
+async fn run_what_is_2_plus_40() -> (HostOutput, ManifestFile) {
     let model = ScriptedModel::start(
         Format::OpenAi,
         vec![
@@ -49,26 +19,22 @@ async fn run_streams_the_answer_and_shows_tool_activity_apart() {
         ],
     )
     .await;
-    let (_dir, manifest) = manifest();
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        &manifest,
-        "--model",
-        "openai:scripted",
-        "--base-url",
-        &model.base_url(),
-        "What is 2+40?",
-    ]);
-    let out = output(command).await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "It is 42.\n",
-        "only the answer is on stdout"
-    );
+    let manifest = ManifestFile::calculator("");
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .arg("What is 2+40?")
+        .run()
+        .await;
+    (out, manifest)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_streams_the_answer_and_shows_tool_activity_apart() {
+    let (out, _manifest) = run_what_is_2_plus_40().await;
+    out.assert_success();
+    assert_eq!(out.stdout, "It is 42.\n", "only the answer is on stdout");
+    let stderr = &out.stderr;
     assert!(stderr.contains(r#"→ add {"a": 2, "b": 40}"#), "{stderr}");
     assert!(stderr.contains("← add 42.0"), "{stderr}");
 }
@@ -83,27 +49,14 @@ async fn run_json_reports_the_whole_run() {
         ],
     )
     .await;
-    let (_dir, manifest) = manifest();
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        &manifest,
-        "--model",
-        "anthropic:scripted",
-        "--base-url",
-        &model.base_url(),
-        "--json",
-        "sqrt?",
-    ]);
-    command.env("ANTHROPIC_API_KEY", "test-key");
-    let out = output(command).await;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let output: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = HostCommand::new("run")
+        .manifest(&ManifestFile::calculator(""))
+        .model(&model)
+        .args(["--json", "sqrt?"])
+        .run()
+        .await;
+    out.assert_success();
+    let output = out.json();
     assert_eq!(output["ok"], true);
     let result = &output["result"];
     assert_eq!(result["text"], "About 689706.49.");
@@ -111,7 +64,8 @@ async fn run_json_reports_the_whole_run() {
     assert_eq!(result["rounds"], 2);
     let execution = &result["executions"][0];
     assert_eq!(execution["name"], "square_root");
-    let arguments: Value = serde_json::from_str(execution["arguments"].as_str().unwrap()).unwrap();
+    let arguments: serde_json::Value =
+        serde_json::from_str(execution["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(arguments, serde_json::json!({"x": 475695037565u64}));
     assert_eq!(execution["output"], "689706.4865324959");
     assert_eq!(execution["outcome"]["status"], "ok");
@@ -120,21 +74,14 @@ async fn run_json_reports_the_whole_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_api_key_names_the_variable() {
-    let (_dir, manifest) = manifest();
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        &manifest,
-        "--model",
-        "anthropic:claude-sonnet-4-5",
-        "hi",
-    ]);
-    command.env_remove("ANTHROPIC_API_KEY");
-    let out = output(command).await;
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+    let out = HostCommand::new("run")
+        .manifest(&ManifestFile::calculator(""))
+        .args(["--model", "anthropic:claude-sonnet-4-5", "hi"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .run()
+        .await;
+    assert_eq!(out.code(), Some(2));
+    assert!(out.stderr.contains("ANTHROPIC_API_KEY"), "{}", out.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,39 +91,14 @@ async fn chat_keeps_the_conversation() {
         vec![text("Hello, Ada."), text("You are Ada.")],
     )
     .await;
-    let (_dir, manifest) = manifest();
-    let mut command = host();
-    command
-        .args([
-            "chat",
-            "-m",
-            &manifest,
-            "--model",
-            "openai:scripted",
-            "--base-url",
-            &model.base_url(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut child = command.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(b"I am Ada.\nWho am I?\n/exit\n").unwrap();
-        drop(stdin);
-        child.wait_with_output().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "Hello, Ada.\nYou are Ada.\n"
-    );
+    let out = HostCommand::new("chat")
+        .manifest(&ManifestFile::calculator(""))
+        .model(&model)
+        .stdin("I am Ada.\nWho am I?\n/exit\n")
+        .run()
+        .await;
+    out.assert_success();
+    assert_eq!(out.stdout, "Hello, Ada.\nYou are Ada.\n");
     let second = &model.bodies()[1];
     let said: Vec<&str> = second["messages"]
         .as_array()
@@ -193,14 +115,14 @@ async fn chat_keeps_the_conversation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_local_server_the_error_says_to_run_setup() {
-    let (_dir, manifest) = manifest();
-    let mut command = host();
-    command
-        .args(["run", "-m", &manifest, "hi"])
-        .env("TOOLHOST_LLAMA_SERVER", "/nonexistent/llama-server");
-    let out = output(command).await;
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out = HostCommand::new("run")
+        .manifest(&ManifestFile::calculator(""))
+        .arg("hi")
+        .env("TOOLHOST_LLAMA_SERVER", "/nonexistent/llama-server")
+        .run()
+        .await;
+    assert_eq!(out.code(), Some(2));
+    let stderr = &out.stderr;
     assert!(
         stderr.contains("/nonexistent/llama-server") && stderr.contains("just setup"),
         "{stderr}"
@@ -239,10 +161,9 @@ fn alive(pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_the_local_model_server() {
-    let (_dir, manifest) = manifest();
-    let mut command = host();
+    let manifest = ManifestFile::calculator("");
+    let mut command = HostCommand::new("chat").manifest(&manifest).into_command();
     command
-        .args(["chat", "-m", &manifest])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -290,28 +211,8 @@ async fn ctrl_c_stops_the_local_model_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_output_is_pinned() {
-    let model = ScriptedModel::start(
-        Format::OpenAi,
-        vec![
-            calls(vec![call("c1", "add", r#"{"a": 2, "b": 40}"#)]),
-            text("It is 42."),
-        ],
-    )
-    .await;
-    let (dir, manifest) = manifest();
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        &manifest,
-        "--model",
-        "openai:scripted",
-        "--base-url",
-        &model.base_url(),
-        "What is 2+40?",
-    ]);
-    let out = output(command).await;
-    insta::assert_snapshot!(render(&out, &[(dir.path(), "[DIR]")]));
+    let (out, manifest) = run_what_is_2_plus_40().await;
+    insta::assert_snapshot!(render(&out, &[(manifest.dir(), "[DIR]")]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,25 +225,16 @@ async fn a_failed_run_prints_a_json_error_with_the_calls_made() {
         ],
     )
     .await;
-    let (dir, manifest) = manifest();
-    let mut command = host();
-    command.args([
-        "run",
-        "-m",
-        &manifest,
-        "--model",
-        "openai:scripted",
-        "--base-url",
-        &model.base_url(),
-        "--max-rounds",
-        "2",
-        "--json",
-        "Count up.",
-    ]);
-    let out = output(command).await;
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let manifest = ManifestFile::calculator("");
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .args(["--max-rounds", "2", "--json", "Count up."])
+        .run()
+        .await;
+    let value = out.json();
     assert_eq!(value["ok"], false);
     assert_eq!(value["error"]["kind"], "round_limit");
     assert_eq!(value["executions"].as_array().unwrap().len(), 2);
-    insta::assert_snapshot!(render(&out, &[(dir.path(), "[DIR]")]));
+    insta::assert_snapshot!(render(&out, &[(manifest.dir(), "[DIR]")]));
 }

@@ -1,11 +1,24 @@
 //! A `Host` built from a manifest runs the loop with the manifest's settings: what an
 //! embedding application gets without re-creating the `host` command's policy.
 
-use toolhost::Host;
 use toolhost::agent::RunEnd;
-use toolhost_tests::components::CALCULATOR;
+use toolhost::{Host, HostError};
+use toolhost_tests::cli::{ManifestFile, model_table};
+use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::runtime;
+
+/// The calculator, and `extra` after it, as a `Host` of the tests' runtime. The manifest's
+/// directory is kept as long as the host.
+async fn host(extra: &str) -> (ManifestFile, Result<Host, HostError>) {
+    let manifest = ManifestFile::calculator(extra);
+    let host = Host::builder()
+        .runtime(runtime())
+        .manifest(manifest.path())
+        .build()
+        .await;
+    (manifest, host)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_manifests_settings_reach_every_request() {
@@ -22,24 +35,13 @@ async fn the_manifests_settings_reach_every_request() {
             Format::OpenAi => "openai",
             Format::Anthropic => "anthropic",
         };
-        let dir = tempfile::tempdir().unwrap();
-        let manifest = dir.path().join("toolhost.toml");
-        std::fs::write(
-            &manifest,
-            format!(
-                "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \
-                 \"{provider}\"\nbase_url = {:?}\napi_key = \"test-key\"\ntemperature = 0.25\n\
-                 max_tokens = 77\nsystem = \"Be brief.\"\nstream = false\n",
-                model.base_url()
-            ),
-        )
-        .unwrap();
-        let host = Host::builder()
-            .runtime(runtime())
-            .manifest(&manifest)
-            .build()
-            .await
-            .unwrap();
+        let (_manifest, host) = host(&format!(
+            "[model]\nprovider = \"{provider}\"\nbase_url = {:?}\napi_key = \"test-key\"\n\
+             temperature = 0.25\nmax_tokens = 77\nsystem = \"Be brief.\"\nstream = false\n",
+            model.base_url()
+        ))
+        .await;
+        let host = host.unwrap();
         let result = host.run("What is 2+2?").await.unwrap();
         assert_eq!(result.text, "It is 4.");
         for body in model.bodies() {
@@ -62,23 +64,12 @@ async fn a_return_direct_tool_of_the_manifest_ends_the_run() {
         vec![calls(vec![call("c1", "square_root", r#"{"x": 16}"#)])],
     )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \"openai\"\n\
-             base_url = {:?}\n\n[tools.square_root]\nreturn_direct = true\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let host = Host::builder()
-        .runtime(runtime())
-        .manifest(&manifest)
-        .build()
-        .await
-        .unwrap();
+    let (_manifest, host) = host(&format!(
+        "{}\n[tools.square_root]\nreturn_direct = true\n",
+        model_table(&model)
+    ))
+    .await;
+    let host = host.unwrap();
     let result = host.run("sqrt 16").await.unwrap();
     assert_eq!(result.end, RunEnd::ReturnDirect);
     assert_eq!(result.text, "4.0");
@@ -95,27 +86,16 @@ async fn the_manifests_approval_error_stop_and_audit_settings_apply() {
         ],
     )
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nprovider = \"openai\"\n\
-             base_url = {:?}\nstop_at = [\"multiply\"]\nmax_parallel_calls = 2\n\n\
-             [tools.add]\napproval = \"always\"\n\n\
-             [tools.square_root]\non_error = \"fail_run\"\napproval = \"never\"\n\n\
-             [approval]\nask_for = [\"unsandboxed\", \"write-dir\"]\n\n\
-             [audit]\npath = \"logs.jsonl\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let host = Host::builder()
-        .runtime(runtime())
-        .manifest(&manifest)
-        .build()
-        .await
-        .unwrap();
+    let (manifest, host) = host(&format!(
+        "{}stop_at = [\"multiply\"]\nmax_parallel_calls = 2\n\n\
+         [tools.add]\napproval = \"always\"\n\n\
+         [tools.square_root]\non_error = \"fail_run\"\napproval = \"never\"\n\n\
+         [approval]\nask_for = [\"unsandboxed\", \"write-dir\"]\n\n\
+         [audit]\npath = \"logs.jsonl\"\n",
+        model_table(&model)
+    ))
+    .await;
+    let host = host.unwrap();
     let options = host.agent_options();
     assert!(options.stop_at.contains("multiply"));
     assert_eq!(options.max_parallel_calls.map(|n| n.get()), Some(2));
@@ -125,7 +105,7 @@ async fn the_manifests_approval_error_stop_and_audit_settings_apply() {
         Some(&toolhost::agent::ApprovalMode::Always)
     );
     assert_eq!(options.approval.ask_for.len(), 2);
-    let audit = dir.path().join("logs.jsonl");
+    let audit = manifest.dir().join("logs.jsonl");
     assert_eq!(host.audit_log().unwrap().path(), audit);
 
     // multiply is a stop_at tool: its result is the answer.
@@ -140,32 +120,15 @@ async fn the_manifests_approval_error_stop_and_audit_settings_apply() {
         matches!(error, toolhost::agent::AgentError::ApprovalNeeded { ref tool } if tool == "add"),
         "{error}"
     );
-    assert!(error.to_string().contains("Host::agent"), "{error}");
+    assert_error_chain_contains(&error, "Host::agent");
     let lines = std::fs::read_to_string(&audit).unwrap();
     assert_eq!(lines.lines().count(), 1, "{lines}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_at_tool_that_is_not_loaded_is_an_error_that_names_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let manifest = dir.path().join("toolhost.toml");
-    std::fs::write(
-        &manifest,
-        format!(
-            "[components.calculator]\npath = {CALCULATOR:?}\n\n[model]\nstop_at = [\"divide\"]\n"
-        ),
-    )
-    .unwrap();
-    let error = Host::builder()
-        .runtime(runtime())
-        .manifest(&manifest)
-        .build()
-        .await
-        .err()
-        .unwrap();
-    let text = error.to_string();
-    assert!(
-        text.contains("stop_at names `divide`") && text.contains("square_root"),
-        "{text}"
-    );
+    let (_manifest, host) = host("[model]\nstop_at = [\"divide\"]\n").await;
+    let error = host.err().unwrap();
+    assert_error_chain_contains(&error, "stop_at names `divide`");
+    assert_error_chain_contains(&error, "square_root");
 }
