@@ -22,31 +22,16 @@ async fn it_serves_at_the_address_it_printed_with_health() {
     let initialized = client.initialize().await;
     assert_eq!(initialized["result"]["serverInfo"]["name"], "toolhost");
     assert!(client.session.is_some(), "session mode by default");
-    let answer = client
-        .request(
-            "tools/call",
-            json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
-        )
-        .await;
+    let answer = client.call("add", json!({ "a": 1, "b": 2 })).await;
     assert_eq!(text(&answer), r#"{"result":3.0}"#);
 
-    let health = client
-        .http
-        .get(format!("http://{}/health", server.authority))
-        .send()
-        .await
-        .unwrap();
+    let health = server.get("/health").await.unwrap();
     assert_eq!(health.status(), 200);
     assert_eq!(
         serde_json::from_str::<Value>(&health.text().await.unwrap()).unwrap(),
         json!({ "status": "ok", "tools": 3 })
     );
-    let elsewhere = client
-        .http
-        .get(format!("http://{}/", server.authority))
-        .send()
-        .await
-        .unwrap();
+    let elsewhere = server.get("/").await.unwrap();
     assert_eq!(elsewhere.status(), 404);
 }
 
@@ -54,11 +39,7 @@ async fn it_serves_at_the_address_it_printed_with_health() {
 async fn a_foreign_host_or_origin_is_refused_with_403() {
     let server = HttpServer::start(&[CALCULATOR, "--allowed-host", "tools.internal"], &[]).await;
     let mut client = HttpClient::new(&server.url);
-    let (_, initialize) = client.message(
-        "initialize",
-        json!({ "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": { "name": "t", "version": "0" } }),
-    );
+    let (_, initialize) = client.initialize_message();
     let port = server.authority.rsplit(':').next().unwrap().to_owned();
     let status = |request: reqwest::RequestBuilder| async move {
         request.send().await.unwrap().status().as_u16()
@@ -91,11 +72,7 @@ async fn with_a_token_every_request_must_carry_it() {
     )
     .await;
     let mut client = HttpClient::new(&server.url);
-    let (_, initialize) = client.message(
-        "initialize",
-        json!({ "protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": { "name": "t", "version": "0" } }),
-    );
+    let (_, initialize) = client.initialize_message();
     let response = client.post(&initialize).send().await.unwrap();
     assert_eq!(response.status(), 401);
     assert_eq!(response.headers()["www-authenticate"], "Bearer");
@@ -111,19 +88,10 @@ async fn with_a_token_every_request_must_carry_it() {
         .headers
         .push(("authorization".into(), "Bearer s3cret-token".into()));
     client.initialize().await;
-    let answer = client
-        .request(
-            "tools/call",
-            json!({ "name": "add", "arguments": { "a": 2, "b": 2 } }),
-        )
-        .await;
+    let answer = client.call("add", json!({ "a": 2, "b": 2 })).await;
     assert_eq!(text(&answer), r#"{"result":4.0}"#);
     // Health needs no token.
-    let health = fresh_client()
-        .get(format!("http://{}/health", server.authority))
-        .send()
-        .await
-        .unwrap();
+    let health = server.get("/health").await.unwrap();
     assert_eq!(health.status(), 200);
 }
 
@@ -151,8 +119,7 @@ async fn listening_beyond_loopback_without_a_token_is_refused() {
 #[tokio::test]
 async fn bad_requests_get_errors_and_the_server_keeps_serving() {
     let server = HttpServer::start(&[CALCULATOR, "--max-request", "64KiB"], &[]).await;
-    let mut client = HttpClient::new(&server.url);
-    client.initialize().await;
+    let mut client = server.client().await;
 
     let raw = |body: String| {
         let mut request = client
@@ -184,23 +151,11 @@ async fn bad_requests_get_errors_and_the_server_keeps_serving() {
 
     let answer = client.request("prompts/list", json!({})).await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
-    let answer = client
-        .request("tools/call", json!({ "name": "nope", "arguments": {} }))
-        .await;
+    let answer = client.call("nope", json!({})).await;
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
 
-    let answer = client
-        .request(
-            "tools/call",
-            json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
-        )
-        .await;
+    let answer = client.call("add", json!({ "a": 1, "b": 2 })).await;
     assert_eq!(text(&answer), r#"{"result":3.0}"#);
-}
-
-/// A client with no connection open yet (and no proxy).
-fn fresh_client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
 }
 
 /// Starts `spin` over HTTP, waits until the response has begun, then drops it.
@@ -216,14 +171,11 @@ async fn start_and_abandon_spin(client: &mut HttpClient) {
 async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
     let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
-    let mut client = HttpClient::new(&server.url);
-    client.initialize().await;
+    let mut client = server.client().await;
     start_and_abandon_spin(&mut client).await;
     let line = server.stderr.wait_for(r#"outcome="cancelled""#).await;
     assert!(line.contains("tool=\"spin\""), "{line}");
-    let answer = client
-        .request("tools/call", json!({ "name": "count", "arguments": {} }))
-        .await;
+    let answer = client.call("count", json!({})).await;
     assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
@@ -231,14 +183,11 @@ async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
 async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
     let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v", "--stateless"], &[]).await;
-    let mut client = HttpClient::new(&server.url);
-    client.initialize().await;
+    let mut client = server.client().await;
     assert_eq!(client.session, None);
     start_and_abandon_spin(&mut client).await;
     server.stderr.wait_for(r#"outcome="cancelled""#).await;
-    let answer = client
-        .request("tools/call", json!({ "name": "count", "arguments": {} }))
-        .await;
+    let answer = client.call("count", json!({})).await;
     assert_eq!(text(&answer), r#"{"result":1}"#);
 }
 
@@ -246,8 +195,7 @@ async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
 async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
     let manifest = test_manifest();
     let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
-    let mut client = HttpClient::new(&server.url);
-    client.initialize().await;
+    let mut client = server.client().await;
     let (id, message) = client.message("tools/call", json!({ "name": "spin", "arguments": {} }));
     let spinning = client.post(&message).send().await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -263,8 +211,7 @@ async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
 async fn sigterm_lets_calls_in_flight_finish_then_stops() {
     let manifest = test_manifest();
     let mut server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
-    let mut client = HttpClient::new(&server.url);
-    client.initialize().await;
+    let mut client = server.client().await;
     let (id, message) = client.message(
         "tools/call",
         json!({ "name": "sleep", "arguments": { "ms": 1500 } }),
@@ -276,10 +223,7 @@ async fn sigterm_lets_calls_in_flight_finish_then_stops() {
         .stderr
         .wait_for("stopped accepting connections")
         .await;
-    let health = fresh_client()
-        .get(format!("http://{}/health", server.authority))
-        .send()
-        .await;
+    let health = server.get("/health").await;
     assert!(health.is_err(), "no new connections: {health:?}");
     let body = sleeping.text().await.unwrap();
     let answer = messages(&body)
