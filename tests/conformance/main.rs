@@ -21,6 +21,7 @@
 use serde_json::{Value, json};
 use toolhost::{CallContext, CallError, ComponentConfig, Grants, Toolbox};
 use toolhost_tests::conformance::{Cases, Subject, subjects};
+use toolhost_tests::error::chain;
 use toolhost_tests::runtime;
 
 fn context() -> CallContext {
@@ -37,7 +38,7 @@ async fn load(subject: &Subject, grants: Grants) -> Result<Toolbox, String> {
         .component(config)
         .build()
         .await
-        .map_err(|e| format!("does not load: {:#}", anyhow::Error::from(e)))
+        .map_err(|e| format!("does not load: {}", chain(&e)))
 }
 
 /// A value of another JSON type than `schema` allows.

@@ -1,7 +1,9 @@
 //! Shared pieces of toolhost's integration tests: the guest components built from source,
 //! a runtime, and a real HTTP server on 127.0.0.1.
 
+pub mod cli;
 pub mod conformance;
+pub mod error;
 pub mod eval;
 pub mod mcp;
 pub mod model;
@@ -60,7 +62,7 @@ pub async fn load(path: &str, configure: impl FnOnce(&mut ComponentConfig)) -> T
     configure(&mut config);
     match Toolbox::builder(&runtime()).component(config).build().await {
         Ok(toolbox) => toolbox,
-        Err(error) => panic!("loading {path} failed: {:#}", anyhow::Error::from(error)),
+        Err(error) => panic!("loading {path} failed: {}", error::chain(&error)),
     }
 }
 

@@ -11,8 +11,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::{host_binary, target_dir};
-
 /// How long a test waits for an answer before it calls the server hung. A guard against a
 /// test that never ends, not a performance threshold.
 pub const HANG: Duration = Duration::from_secs(60);
@@ -62,14 +60,10 @@ pub fn peers() -> Peers {
     }
 }
 
-/// A `host` command with the tests' compile cache.
+/// The `host` command of [`crate::cli::host_command`], as a child that is killed when the
+/// test drops it.
 pub fn host_command() -> Command {
-    let mut command = Command::new(host_binary());
-    command.env(
-        "TOOLHOST_COMPONENT_CACHE",
-        target_dir().join("test-compile-cache"),
-    );
-    command.env_remove("RUST_LOG");
+    let mut command = Command::from(crate::cli::host_command());
     command.kill_on_drop(true);
     command
 }
@@ -329,6 +323,24 @@ impl HttpServer {
         }
     }
 
+    /// A client of the server, initialized (with a session unless the server is stateless).
+    pub async fn client(&self) -> HttpClient {
+        let mut client = HttpClient::new(&self.url);
+        client.initialize().await;
+        client
+    }
+
+    /// `GET PATH` (`/health`, say) from a client with no connection open yet.
+    pub async fn get(&self, path: &str) -> reqwest::Result<reqwest::Response> {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("a client")
+            .get(format!("http://{}{path}", self.authority))
+            .send()
+            .await
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
         signal(self.child.id().expect("the server runs"), "TERM");
@@ -388,18 +400,22 @@ impl HttpClient {
         request
     }
 
+    /// The `initialize` request message under a fresh id, not yet sent.
+    pub fn initialize_message(&mut self) -> (i64, Value) {
+        self.message(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": { "name": "toolhost-tests", "version": "0" },
+            }),
+        )
+    }
+
     /// `initialize` and `notifications/initialized`; keeps the session id.
     pub async fn initialize(&mut self) -> Value {
-        let message = self
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": { "name": "toolhost-tests", "version": "0" },
-                }),
-            )
-            .await;
+        let (id, initialize) = self.initialize_message();
+        let message = self.answer(id, &initialize, "initialize").await;
         let notification = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
         let response = self.post(&notification).send().await.expect("POST works");
         assert!(response.status().is_success(), "{}", response.status());
@@ -416,11 +432,25 @@ impl HttpClient {
         )
     }
 
+    /// `tools/call` of `tool` with `arguments`; the whole answer.
+    pub async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({ "name": tool, "arguments": arguments }),
+        )
+        .await
+    }
+
     /// Sends request `method` and returns the answer (the whole message); notifications
     /// that came first on the same stream are dropped.
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let (id, message) = self.message(method, params);
-        let response = self.post(&message).send().await.expect("POST works");
+        self.answer(id, &message, method).await
+    }
+
+    /// Posts request `message` (of `method`, id `id`) and returns the answer to it.
+    async fn answer(&mut self, id: i64, message: &Value, method: &str) -> Value {
+        let response = self.post(message).send().await.expect("POST works");
         if let Some(session) = response.headers().get("mcp-session-id") {
             self.session = Some(session.to_str().expect("ASCII").to_owned());
         }

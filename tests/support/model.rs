@@ -141,6 +141,11 @@ impl ScriptedModel {
         Self { server, format }
     }
 
+    /// The wire format it speaks.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
     /// The base URL a provider of this format takes (OpenAI: with `/v1`).
     pub fn base_url(&self) -> String {
         match self.format {

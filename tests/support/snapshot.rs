@@ -3,21 +3,21 @@
 //! hashes, the repository and temporary paths. Modelled on uv's `uv_snapshot!`.
 
 use std::path::Path;
-use std::process::Output;
 
 use regex::Regex;
 
+use crate::cli::HostOutput;
+
 /// The exit status, stdout and stderr of `output`, filtered.
-pub fn render(output: &Output, extra_paths: &[(&Path, &str)]) -> String {
+pub fn render(output: &HostOutput, extra_paths: &[(&Path, &str)]) -> String {
     let text = format!(
         "success: {}\nexit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
-        output.status.success(),
+        output.success(),
         output
-            .status
             .code()
             .map_or_else(|| "none".to_owned(), |c| c.to_string()),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
+        output.stdout,
+        output.stderr,
     );
     filter(&text, extra_paths)
 }

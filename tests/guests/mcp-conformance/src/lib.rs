@@ -1,7 +1,7 @@
 //! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`, server
 //! mode) calls by name, for `host mcp --http` to serve. Only those a toolhost tool can answer
 //! are here (text results and errors); the scenarios that need images, audio, resources,
-//! progress, sampling or elicitation are in `tests/mcp/conformance-baseline.yml`.
+//! progress, sampling or elicitation are in `tests/mcp_server/conformance-baseline.yml`.
 
 wit_bindgen::generate!({
     path: "../../../wit",

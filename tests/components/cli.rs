@@ -1,0 +1,157 @@
+//! The `host` binary: what a user sees on stdout, stderr and in the exit code.
+
+use toolhost_tests::cli::{HostCommand, HostOutput};
+use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE, NOT_A_TOOL};
+
+/// `host ARGS`, run to its end.
+fn host(args: &[&str]) -> HostOutput {
+    let (subcommand, args) = args.split_first().expect("a subcommand");
+    HostCommand::new(subcommand).args(args).run_blocking()
+}
+
+#[test]
+fn call_prints_the_result_on_stdout() {
+    let output = host(&["call", CALCULATOR, "square_root", r#"{"x": 475695037565}"#]);
+    output.assert_success();
+    assert_eq!(output.stdout, "689706.4865324959\n");
+}
+
+#[test]
+fn a_failed_call_exits_1_with_the_error_on_stderr() {
+    let output = host(&["call", CALCULATOR, "square_root", r#"{"x": "four"}"#]);
+    assert_eq!(output.code(), Some(1));
+    assert_eq!(output.stdout, "");
+    assert!(
+        output
+            .stderr
+            .starts_with("error: invalid arguments for `square_root`"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn call_json_reports_kind_and_message() {
+    let output = host(&["call", MISBEHAVE, "fail", "--json"]);
+    assert_eq!(output.code(), Some(1));
+    let value = output.json();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "tool_failed");
+    assert_eq!(
+        value["error"]["message"],
+        "`fail` failed: it went wrong on purpose"
+    );
+}
+
+#[test]
+fn tool_output_never_reaches_the_hosts_stdout() {
+    let output = host(&["call", MISBEHAVE, "chatter", r#"{"bytes": 2000}"#]);
+    output.assert_success();
+    assert_eq!(output.stdout, "done\n", "only the result is on stdout");
+    assert!(
+        output.stderr.contains("[tool stdout] 0123456789abcdef"),
+        "{}",
+        output.stderr
+    );
+    assert!(output.stderr.contains("[tool stderr] chatter done"));
+}
+
+#[test]
+fn grant_flags_reach_the_tool() {
+    let data = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(data.path().join("a.txt"), "alpha").expect("written");
+    let dir = format!("{}::/data", data.path().display());
+    let output = host(&[
+        "call",
+        FILES,
+        "read_file",
+        r#"{"path": "/data/a.txt"}"#,
+        "--dir",
+        &dir,
+    ]);
+    output.assert_success();
+    assert_eq!(output.stdout, "alpha\n");
+
+    let output = host(&["call", FILES, "read_file", r#"{"path": "/data/a.txt"}"#]);
+    assert_eq!(
+        output.code(),
+        Some(1),
+        "without --dir there is nothing to read"
+    );
+}
+
+#[test]
+fn inspect_json_lists_tools_and_imports() {
+    let output = host(&["inspect", CALCULATOR, "--json"]);
+    output.assert_success();
+    let value = output.json();
+    let names: Vec<&str> = value["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["add", "multiply", "square_root"]);
+    assert!(
+        value["imports"]
+            .as_array()
+            .expect("imports")
+            .iter()
+            .any(|i| i.as_str().is_some_and(|i| i.starts_with("wasi:cli/")))
+    );
+}
+
+#[test]
+fn inspect_text_shows_arguments_and_descriptions() {
+    let output = host(&["inspect", CALCULATOR]);
+    output.assert_success();
+    let text = output.stdout;
+    assert!(
+        text.contains("square_root\n  Computes the square root"),
+        "{text}"
+    );
+    assert!(
+        text.contains("x  number, required  The number to take the square root of"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_load_error_exits_2_and_names_the_file() {
+    let output = host(&["inspect", NOT_A_TOOL]);
+    assert_eq!(output.code(), Some(2));
+    let text = output.stderr;
+    assert!(text.starts_with("error: "), "{text}");
+    assert!(text.contains("not-a-tool.wasm"), "{text}");
+}
+
+#[test]
+fn tools_lists_grants_next_to_requests() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::create_dir(dir.path().join("data")).expect("created");
+    let manifest = dir.path().join("toolhost.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[components.files]\npath = {FILES:?}\ngrants.dirs = [{{ host = \"data\", guest = \"/data\" }}]\n\n\
+             [components.calculator]\npath = {CALCULATOR:?}\nlimits.memory = \"32MiB\"\n"
+        ),
+    )
+    .expect("written");
+    let output = host(&["tools", manifest.to_str().expect("UTF-8")]);
+    output.assert_success();
+    let text = output.stdout;
+    assert!(
+        text.contains("read /data [granted] by list_files"),
+        "{text}"
+    );
+    assert!(
+        text.contains("write /notes [NOT granted] by write_note"),
+        "{text}"
+    );
+    assert!(text.contains("memory 32 MiB"), "{text}");
+    assert!(
+        text.contains("granted:   nothing"),
+        "the calculator has no grants: {text}"
+    );
+}

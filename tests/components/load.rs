@@ -1,0 +1,190 @@
+//! Loading components: describe output, the compile cache, and clear errors for files that
+//! are not tool components.
+
+use std::path::Path;
+
+use toolhost::{
+    CompileSource, ComponentConfig, LoadError, LoadedComponent, Runtime, RuntimeConfig, Toolbox,
+};
+use toolhost_tests::components::{BAD_SPEC, CALCULATOR, CLOCK, FILES, NOT_A_TOOL, WEATHER};
+use toolhost_tests::error::assert_error_chain_contains;
+use toolhost_tests::{load, runtime};
+
+async fn load_error(path: &Path) -> LoadError {
+    let config = ComponentConfig::new(path);
+    match LoadedComponent::load(&runtime(), config).await {
+        Ok(_) => panic!("{} loaded, but it should not", path.display()),
+        Err(error) => error,
+    }
+}
+
+#[tokio::test]
+async fn describe_gives_names_descriptions_and_schemas() {
+    let toolbox = load(CALCULATOR, |_| {}).await;
+    assert_eq!(toolbox.names(), ["add", "multiply", "square_root"]);
+    let spec = toolbox
+        .spec("square_root")
+        .expect("square_root is described");
+    assert!(
+        spec.description.contains("square root"),
+        "{}",
+        spec.description
+    );
+    assert_eq!(spec.input_schema["type"], "object");
+    assert_eq!(spec.input_schema["properties"]["x"]["type"], "number");
+    assert_eq!(spec.input_schema["required"], serde_json::json!(["x"]));
+    assert_eq!(
+        spec.output_schema.as_ref().expect("an output schema")["type"],
+        "number"
+    );
+    assert!(spec.requested.is_empty());
+}
+
+#[tokio::test]
+async fn describe_reports_requested_capabilities() {
+    let toolbox = load(WEATHER, |_| {}).await;
+    let spec = toolbox.spec("current_weather").expect("described");
+    let requested: Vec<String> = spec
+        .requested
+        .iter()
+        .map(|r| r.capability.to_string())
+        .collect();
+    assert_eq!(requested, ["http wttr.in", "env WEATHER_BASE_URL"]);
+    let component = toolbox.components().next().expect("a component");
+    assert!(
+        component
+            .imports()
+            .iter()
+            .any(|i| i.starts_with("wasi:http/outgoing-handler"))
+    );
+}
+
+#[tokio::test]
+async fn the_second_load_comes_from_the_compile_cache() {
+    let cache = tempfile::tempdir().expect("a temporary directory");
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..RuntimeConfig::default()
+    })
+    .expect("a runtime");
+    let first = LoadedComponent::load(&runtime, ComponentConfig::new(CLOCK))
+        .await
+        .expect("clock loads");
+    assert!(matches!(
+        first.compile_source(),
+        CompileSource::Compiled { .. }
+    ));
+    let compiled = std::fs::read_dir(cache.path())
+        .expect("the cache exists")
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        })
+        .count();
+    assert_eq!(compiled, 1, "one compiled component in the cache");
+
+    let second = LoadedComponent::load(&runtime, ComponentConfig::new(CLOCK))
+        .await
+        .expect("clock loads again");
+    assert_eq!(second.compile_source(), CompileSource::Cache);
+    assert_eq!(second.tools().count(), first.tools().count());
+}
+
+#[tokio::test]
+async fn a_damaged_cache_entry_is_compiled_again() {
+    let cache = tempfile::tempdir().expect("a temporary directory");
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..RuntimeConfig::default()
+    })
+    .expect("a runtime");
+    LoadedComponent::load(&runtime, ComponentConfig::new(CALCULATOR))
+        .await
+        .expect("calculator loads");
+    for entry in std::fs::read_dir(cache.path()).expect("the cache exists") {
+        let path = entry.expect("an entry").path();
+        if path.is_file() {
+            std::fs::write(path, b"not a compiled component").expect("writable");
+        }
+    }
+    let again = LoadedComponent::load(&runtime, ComponentConfig::new(CALCULATOR))
+        .await
+        .expect("calculator loads despite the damaged entry");
+    assert!(matches!(
+        again.compile_source(),
+        CompileSource::Compiled { .. }
+    ));
+}
+
+#[tokio::test]
+async fn files_that_are_not_components_get_errors_that_say_what_they_are() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let core = dir.path().join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").expect("writable");
+    let error = load_error(&core).await;
+    assert_error_chain_contains(&error, "core.wasm");
+    assert_error_chain_contains(&error, "core WebAssembly module, not a component");
+
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello").expect("writable");
+    let error = load_error(&text).await;
+    assert_error_chain_contains(&error, "not a WebAssembly file");
+
+    let error = load_error(&dir.path().join("missing.wasm")).await;
+    assert_error_chain_contains(&error, "cannot read component");
+    assert_error_chain_contains(&error, "missing.wasm");
+}
+
+#[tokio::test]
+async fn a_component_for_another_world_is_rejected_with_what_it_exports() {
+    let error = load_error(Path::new(NOT_A_TOOL)).await;
+    assert_error_chain_contains(&error, "not-a-tool.wasm");
+    assert_error_chain_contains(&error, "does not export `toolhost:tool/tools@0.1.0`");
+    // It lists what the component exports.
+    assert_error_chain_contains(&error, "wasi:cli/run");
+}
+
+#[tokio::test]
+async fn a_tool_name_models_cannot_call_is_rejected() {
+    let error = load_error(Path::new(BAD_SPEC)).await;
+    assert_error_chain_contains(&error, "bad_spec.wasm");
+    assert_error_chain_contains(&error, "tool `bad name!`");
+    assert_error_chain_contains(&error, "letters, digits");
+}
+
+#[tokio::test]
+async fn duplicate_tool_names_name_both_files() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let copy = dir.path().join("calculator-copy.wasm");
+    std::fs::copy(CALCULATOR, &copy).expect("copied");
+    let configs = vec![
+        ComponentConfig::new(CALCULATOR),
+        ComponentConfig::new(&copy),
+    ];
+    let Err(error) = Toolbox::builder(&runtime())
+        .components(configs)
+        .build()
+        .await
+    else {
+        panic!("two components with the same tools loaded");
+    };
+    assert_error_chain_contains(&error, "tool `add`");
+    assert_error_chain_contains(&error, "calculator.wasm");
+    assert_error_chain_contains(&error, "calculator-copy.wasm");
+}
+
+#[tokio::test]
+async fn a_missing_granted_directory_is_a_load_error() {
+    let mut config = ComponentConfig::new(FILES);
+    config.grants.dirs.push(toolhost::sandbox::DirGrant {
+        host: "/definitely/not/here".into(),
+        guest: "/data".into(),
+        write: false,
+    });
+    let Err(error) = LoadedComponent::load(&runtime(), config).await else {
+        panic!("loaded with a missing directory");
+    };
+    assert_error_chain_contains(&error, "component `files`");
+    assert_error_chain_contains(&error, "/definitely/not/here");
+}

@@ -1,0 +1,126 @@
+//! A stdio server starts with the host and stops with it, whatever it started included; the
+//! tools it adds at run time reach the model at its next turn.
+
+use std::path::Path;
+
+use toolhost::agent::{Agent, AgentOptions, Conversation, RunOptions};
+use toolhost::llm::{HttpOptions, OpenAiProvider};
+use toolhost::mcp::client::McpServerConfig;
+use toolhost_tests::error::assert_error_chain_contains;
+use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
+use toolhost_tests::peers::{eventually, is_gone, peers};
+
+use super::bad::with_env;
+use super::{PATIENCE, patient, toolbox};
+
+/// The pids a fake server wrote to its log: its own and its grandchild's.
+pub async fn pids(log: &Path) -> (u32, u32) {
+    let read = || std::fs::read_to_string(log).unwrap_or_default();
+    let written = eventually(PATIENCE, || read().contains("grandchild ")).await;
+    assert!(written, "the fake server logged its pids: {}", read());
+    let pid = |what: &str| -> u32 {
+        read()
+            .lines()
+            .find_map(|line| line.strip_prefix(what))
+            .and_then(|pid| pid.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` in {}", read()))
+    };
+    (pid("started "), pid("grandchild "))
+}
+
+/// A fake server that starts a grandchild, logging both pids to `log`.
+pub fn spawning(log: &Path) -> McpServerConfig {
+    with_env(
+        patient(McpServerConfig::stdio(
+            "fake",
+            peers().fake_server(&["--grandchild"]),
+        )),
+        "FAKE_LOG",
+        log.to_str().unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutting_down_stops_the_server_and_what_it_started() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let toolbox = toolbox(vec![spawning(log.path())]).await;
+    let (server, grandchild) = pids(log.path()).await;
+    assert!(!is_gone(server) && !is_gone(grandchild));
+    toolbox.shutdown().await;
+    assert!(
+        eventually(PATIENCE, || is_gone(server) && is_gone(grandchild)).await,
+        "server {server} or its child {grandchild} outlived the shutdown"
+    );
+    let error = toolbox
+        .call("echo", r#"{"text": "?"}"#, &Default::default())
+        .await
+        .unwrap_err();
+    assert_error_chain_contains(&error, "stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_toolbox_kills_the_servers_process_group() {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let toolbox = toolbox(vec![spawning(log.path())]).await;
+    let (server, grandchild) = pids(log.path()).await;
+    drop(toolbox);
+    assert!(
+        eventually(PATIENCE, || is_gone(server) && is_gone(grandchild)).await,
+        "server {server} or its child {grandchild} outlived the toolbox"
+    );
+}
+
+/// The model calls a tool that makes the server add another and send
+/// `tools/list_changed`; the very next request offers the new tool, and it can be called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_during_a_turn_is_offered_at_the_next() {
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("c1", "add_tool", "{}")]),
+            calls(vec![call("c2", "added", "{}")]),
+            text("Done."),
+        ],
+    )
+    .await;
+    let toolbox = toolbox(vec![patient(McpServerConfig::stdio(
+        "fake",
+        peers().fake_server(&[]),
+    ))])
+    .await;
+    assert!(toolbox.spec("added").is_none());
+    let toolbox = std::sync::Arc::new(toolbox);
+    let provider =
+        OpenAiProvider::new(&model.base_url(), "scripted", None, HttpOptions::default()).unwrap();
+    let agent = Agent::new(
+        std::sync::Arc::new(provider),
+        toolbox.clone(),
+        AgentOptions::default(),
+    );
+    let mut conversation = Conversation::new();
+    conversation.push_user("Add a tool and use it.");
+    let result = agent
+        .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(result.text, "Done.");
+    let offered = |body: &serde_json::Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let bodies = model.bodies();
+    assert!(!offered(&bodies[0]).contains(&"added".to_owned()));
+    assert!(
+        offered(&bodies[1]).contains(&"added".to_owned()),
+        "{:?}",
+        offered(&bodies[1])
+    );
+    let added = &result.executions[1];
+    assert_eq!(added.name, "added");
+    assert_eq!(added.output, "the added tool ran", "{added:?}");
+    toolbox.shutdown().await;
+}

@@ -1,0 +1,264 @@
+//! `host mcp --http`: Streamable HTTP, spoken to with raw JSON-RPC over a plain HTTP client.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_tests::cli::HostCommand;
+use toolhost_tests::components::{CALCULATOR, MCP_CONFORMANCE};
+use toolhost_tests::mcp::{HttpClient, HttpServer, messages};
+
+use crate::test_manifest;
+
+fn text(answer: &Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {answer}"))
+}
+
+#[tokio::test]
+async fn it_serves_at_the_address_it_printed_with_health() {
+    let server = HttpServer::start(&[CALCULATOR], &[]).await;
+    let mut client = HttpClient::new(&server.url);
+    let initialized = client.initialize().await;
+    assert_eq!(initialized["result"]["serverInfo"]["name"], "toolhost");
+    assert!(client.session.is_some(), "session mode by default");
+    let answer = client.call("add", json!({ "a": 1, "b": 2 })).await;
+    assert_eq!(text(&answer), r#"{"result":3.0}"#);
+
+    let health = server.get("/health").await.unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&health.text().await.unwrap()).unwrap(),
+        json!({ "status": "ok", "tools": 3 })
+    );
+    let elsewhere = server.get("/").await.unwrap();
+    assert_eq!(elsewhere.status(), 404);
+}
+
+#[tokio::test]
+async fn a_foreign_host_or_origin_is_refused_with_403() {
+    let server = HttpServer::start(&[CALCULATOR, "--allowed-host", "tools.internal"], &[]).await;
+    let mut client = HttpClient::new(&server.url);
+    let (_, initialize) = client.initialize_message();
+    let port = server.authority.rsplit(':').next().unwrap().to_owned();
+    let status = |request: reqwest::RequestBuilder| async move {
+        request.send().await.unwrap().status().as_u16()
+    };
+    // DNS rebinding: a page on evil.example resolving to 127.0.0.1.
+    let evil_host = client
+        .post(&initialize)
+        .header("host", format!("evil.example:{port}"));
+    assert_eq!(status(evil_host).await, 403);
+    let evil_origin = client
+        .post(&initialize)
+        .header("origin", "http://evil.example");
+    assert_eq!(status(evil_origin).await, 403);
+    // What is allowed passes: a loopback origin, an added host.
+    let local_origin = client
+        .post(&initialize)
+        .header("origin", format!("http://localhost:{port}"));
+    assert_eq!(status(local_origin).await, 200);
+    let added_host = client
+        .post(&initialize)
+        .header("host", format!("tools.internal:{port}"));
+    assert_eq!(status(added_host).await, 200);
+}
+
+#[tokio::test]
+async fn with_a_token_every_request_must_carry_it() {
+    let server = HttpServer::start(
+        &[CALCULATOR, "--token-env", "MCP_TEST_TOKEN"],
+        &[("MCP_TEST_TOKEN", "s3cret-token")],
+    )
+    .await;
+    let mut client = HttpClient::new(&server.url);
+    let (_, initialize) = client.initialize_message();
+    let response = client.post(&initialize).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let wrong = client
+        .post(&initialize)
+        .bearer_auth("s3cret-tokeN")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+
+    client
+        .headers
+        .push(("authorization".into(), "Bearer s3cret-token".into()));
+    client.initialize().await;
+    let answer = client.call("add", json!({ "a": 2, "b": 2 })).await;
+    assert_eq!(text(&answer), r#"{"result":4.0}"#);
+    // Health needs no token.
+    let health = server.get("/health").await.unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn listening_beyond_loopback_without_a_token_is_refused() {
+    let output = HostCommand::new("mcp")
+        .args([CALCULATOR, "--http", "0.0.0.0:0"])
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2));
+    let stderr = &output.stderr;
+    assert!(stderr.contains("--token-env"), "{stderr}");
+    assert!(stderr.contains("0.0.0.0"), "{stderr}");
+
+    let output = HostCommand::new("mcp")
+        .args([CALCULATOR, "--http", "127.0.0.1:0"])
+        .args(["--token-env", "NO_SUCH_VAR_HERE"])
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2));
+    let stderr = &output.stderr;
+    assert!(stderr.contains("NO_SUCH_VAR_HERE"), "{stderr}");
+}
+
+#[tokio::test]
+async fn bad_requests_get_errors_and_the_server_keeps_serving() {
+    let server = HttpServer::start(&[CALCULATOR, "--max-request", "64KiB"], &[]).await;
+    let mut client = server.client().await;
+
+    let raw = |body: String| {
+        let mut request = client
+            .http
+            .post(&client.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body);
+        if let Some(session) = &client.session {
+            request = request.header("mcp-session-id", session);
+        }
+        request
+    };
+    let response = raw("{\"jsonrpc\": \"2.0\", \"id\": 1,".to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = serde_json::from_str(&response.text().await.unwrap()).unwrap();
+    assert_eq!(body["error"]["code"], -32700, "{body}");
+
+    let huge = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "add", "arguments": { "a": 1, "b": 2, "pad": "x".repeat(1 << 20) } },
+    });
+    let response = raw(huge.to_string()).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+
+    let answer = client.request("prompts/list", json!({})).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let answer = client.call("nope", json!({})).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+
+    let answer = client.call("add", json!({ "a": 1, "b": 2 })).await;
+    assert_eq!(text(&answer), r#"{"result":3.0}"#);
+}
+
+/// Starts `spin` over HTTP, waits until the response has begun, then drops it.
+async fn start_and_abandon_spin(client: &mut HttpClient) {
+    let (_, message) = client.message("tools/call", json!({ "name": "spin", "arguments": {} }));
+    let response = client.post(&message).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(response);
+}
+
+#[tokio::test]
+async fn a_client_closing_its_stream_cancels_the_call_with_sessions() {
+    let manifest = test_manifest();
+    let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
+    let mut client = server.client().await;
+    start_and_abandon_spin(&mut client).await;
+    let line = server.stderr.wait_for(r#"outcome="cancelled""#).await;
+    assert!(line.contains("tool=\"spin\""), "{line}");
+    let answer = client.call("count", json!({})).await;
+    assert_eq!(text(&answer), r#"{"result":1}"#);
+}
+
+#[tokio::test]
+async fn a_client_closing_its_stream_cancels_the_call_without_sessions() {
+    let manifest = test_manifest();
+    let server = HttpServer::start(&[manifest.arg(), "-v", "--stateless"], &[]).await;
+    let mut client = server.client().await;
+    assert_eq!(client.session, None);
+    start_and_abandon_spin(&mut client).await;
+    server.stderr.wait_for(r#"outcome="cancelled""#).await;
+    let answer = client.call("count", json!({})).await;
+    assert_eq!(text(&answer), r#"{"result":1}"#);
+}
+
+#[tokio::test]
+async fn notifications_cancelled_over_http_stops_a_spinning_tool() {
+    let manifest = test_manifest();
+    let server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
+    let mut client = server.client().await;
+    let (id, message) = client.message("tools/call", json!({ "name": "spin", "arguments": {} }));
+    let spinning = client.post(&message).send().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": { "requestId": id } });
+    let response = client.post(&cancel).send().await.unwrap();
+    assert_eq!(response.status(), 202);
+    server.stderr.wait_for(r#"outcome="cancelled""#).await;
+    drop(spinning);
+}
+
+#[tokio::test]
+async fn sigterm_lets_calls_in_flight_finish_then_stops() {
+    let manifest = test_manifest();
+    let mut server = HttpServer::start(&[manifest.arg(), "-v"], &[]).await;
+    let mut client = server.client().await;
+    let (id, message) = client.message(
+        "tools/call",
+        json!({ "name": "sleep", "arguments": { "ms": 1500 } }),
+    );
+    let sleeping = client.post(&message).send().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.terminate();
+    server
+        .stderr
+        .wait_for("stopped accepting connections")
+        .await;
+    let health = server.get("/health").await;
+    assert!(health.is_err(), "no new connections: {health:?}");
+    let body = sleeping.text().await.unwrap();
+    let answer = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no answer in {body}"));
+    assert_eq!(text(&answer), "awake");
+    assert_eq!(server.exit_code().await, Some(0));
+}
+
+#[tokio::test]
+async fn the_python_sdk_lists_and_calls_over_http() {
+    let peers = toolhost_tests::mcp::peers();
+    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let output = tokio::process::Command::new(&peers.python)
+        .arg(&peers.python_client)
+        .args([
+            "--mode",
+            "legacy",
+            "--call",
+            "test_simple_text",
+            &server.url,
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["server"]["name"], "toolhost");
+    assert_eq!(
+        printed["result"]["content"][0]["text"],
+        "This is a simple text response for testing."
+    );
+}
