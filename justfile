@@ -56,6 +56,7 @@ eval *FLAGS: build tools
 lint:
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    python3 scripts/check-structure.py --self-test
     python3 scripts/check-structure.py
 
 # Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time,

@@ -407,5 +407,54 @@ def main() -> int:
     return 1 if problems else 0
 
 
+def self_test() -> int:
+    """Runs the check on small trees with one known fault each: it must find that fault."""
+    import subprocess
+    import tempfile
+
+    table = "<!-- layers:begin -->\n| layer | modules |\n|---|---|\n| 0 | `low` |\n| 1 | `high` |\n<!-- layers:end -->\n"
+    cases = {
+        "a cycle": (
+            {"low.rs": "pub mod a;\npub mod b;", "low/a.rs": "use super::b::B;\npub struct A;",
+             "low/b.rs": "use super::a::A;\npub struct B;", "high.rs": ""},
+            "cycle between files: low/a.rs <-> low/b.rs",
+        ),
+        "an upward arrow": (
+            {"low.rs": "use crate::high::H;", "high.rs": "pub struct H;"},
+            "upward arrow low (layer 0) -> high (layer 1)",
+        ),
+        "an import through lib.rs": (
+            {"low.rs": "pub struct L;", "high.rs": "use crate::L;"},
+            "import through a lib.rs re-export: high.rs names crate::L",
+        ),
+        "a long function": (
+            {"low.rs": "fn long() {\n" + "    let _ = 1;\n" * 90 + "}", "high.rs": ""},
+            "long function (split it): low.rs:1 fn long",
+        ),
+        "nothing wrong": ({"low.rs": "pub struct L;", "high.rs": "use crate::low::L;"}, None),
+    }
+    failed = 0
+    for name, (files, expected) in cases.items():
+        with tempfile.TemporaryDirectory() as root:
+            src = Path(root, "host", "src")
+            (src / "low").mkdir(parents=True)
+            Path(root, "docs").mkdir()
+            Path(root, "docs", "architecture.md").write_text(table)
+            (src / "lib.rs").write_text("mod high;\nmod low;\npub use low::L;\n")
+            for path, text in files.items():
+                (src / path).write_text(text + "\n")
+            run = subprocess.run(
+                [sys.executable, __file__, "--root", root], capture_output=True, text=True
+            )
+            ok = (run.returncode == 0) if expected is None else (
+                run.returncode == 1 and expected in run.stdout
+            )
+            if not ok:
+                failed += 1
+                print(f"self-test: {name}: expected {expected!r}, got exit {run.returncode}:\n{run.stdout}")
+    print(f"self-test: {len(cases) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(self_test() if "--self-test" in sys.argv else main())
