@@ -137,13 +137,7 @@ pub(crate) async fn call_tool(
         }
         Err(error) => return Err(with_stderr(error, &stderr)),
     };
-    if text.len() > sandbox.limits.max_result {
-        return Err(CallError::ResultTooLarge {
-            tool: tool.to_owned(),
-            size: text.len(),
-            limit: sandbox.limits.max_result,
-        });
-    }
+    sandbox.limits.check_result(tool, text.len())?;
     Ok(ToolOutput {
         text,
         structured: None,

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::CallError;
 use crate::units::{ByteSize, HumanDuration};
 
 /// The limits every call of a tool component runs under. Exceeding one ends that call with a
@@ -42,6 +43,20 @@ impl Default for Limits {
 }
 
 const MIB: u64 = 1024 * 1024;
+
+impl Limits {
+    /// Whether a result of `size` bytes from tool `tool` fits [`Limits::max_result`].
+    pub(crate) fn check_result(&self, tool: &str, size: usize) -> Result<(), CallError> {
+        if size > self.max_result {
+            return Err(CallError::ResultTooLarge {
+                tool: tool.to_owned(),
+                size,
+                limit: self.max_result,
+            });
+        }
+        Ok(())
+    }
+}
 
 /// Limits as written in a manifest or on the command line: each is optional and falls back to
 /// the level above (a component's limits over the manifest's `[limits]` over

@@ -4,7 +4,7 @@
 //!
 //! Everything that can be decided once per component (checking that granted directories
 //! exist, reading inherited environment variables) is done when the component is loaded, in
-//! [`Sandbox::new`]; [`Sandbox::store_state`] then only assembles a fresh state per call.
+//! [`Sandbox::new`]; a call's store ([`store::new_store`]) then only assembles a fresh state.
 
 mod egress;
 mod grants;

@@ -54,7 +54,7 @@ impl WasiHttpView for StoreState {
 impl Sandbox {
     /// A fresh state for one call: `cpu_ticks` of computing, and file operations on the call's
     /// thread or handed to a thread pool.
-    pub(crate) fn store_state(
+    fn store_state(
         &self,
         cpu_ticks: u64,
         file_io_on_call_thread: bool,
