@@ -1,8 +1,6 @@
 //! The HTTP front of `/mcp`: the routes, the bearer token, the body limit, JSON-RPC errors
 //! for bodies that are not JSON, and the answers watched on their way out.
 
-use std::convert::Infallible;
-
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
