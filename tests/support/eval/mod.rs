@@ -1,7 +1,7 @@
 //! The eval: everyday requests (tests/eval/suite.toml) asked of a model with the whole example
 //! manifest, each scored on the tool that answered it and the value it gave. `just eval` runs
 //! them all (tests/eval/main.rs); `just test` runs the five marked `fast`
-//! (tests/agent/eval.rs).
+//! (tests/tool_loop/eval.rs).
 //!
 //! The manifest is example-tools/toolhost.toml as it is, with three changes for a run that
 //! touches nothing outside it: paths made absolute, the notes directory a fresh temporary one,
