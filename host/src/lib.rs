@@ -39,6 +39,7 @@ mod bindings;
 mod cache;
 mod call;
 mod component;
+mod english;
 mod error;
 mod host;
 pub mod llm;
@@ -52,7 +53,6 @@ pub mod sandbox;
 pub mod source;
 mod spare;
 mod spec;
-mod text;
 mod toolbox;
 
 pub use cache::{CompileEvent, CompileSource, default_cache_dir};

@@ -14,10 +14,13 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit, offer};
+use toolhost::llm::local::SmallModelRules;
+use toolhost::llm::{LocalFormat, ModelRules};
 use toolhost::{Host, ToolSpec};
 use toolhost_tests::eval::{Case, Setup, Suite, Verdict, line, report, synthetic_tools};
 
@@ -81,7 +84,7 @@ impl Flags {
     }
 }
 
-/// What selection offers each request, without a model.
+/// What selection offers each request, without a model (with the local model's hints).
 async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()> {
     let host = Host::builder()
         .manifest(&setup.manifest)
@@ -93,7 +96,7 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
         ToolLimit::All => usize::MAX,
     };
     let specs = host.specs();
-    let index = ToolIndex::new(&specs);
+    let index = ToolIndex::with_rules(&specs, Arc::new(SmallModelRules::new(LocalFormat::OpenAi)));
     let mut found = 0;
     let mut wanted = 0;
     let mut offered_total = 0;
@@ -135,12 +138,17 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
 }
 
 /// The time ranking takes over `n` tools (the loaded ones and made-up ones), per request of
-/// the suite.
-fn time_selection(loaded: &[ToolSpec], suite: &Suite, n: usize) -> String {
+/// the suite, with the model's `rules`.
+fn time_selection(
+    loaded: &[ToolSpec],
+    rules: Arc<dyn ModelRules>,
+    suite: &Suite,
+    n: usize,
+) -> String {
     let mut specs = loaded.to_vec();
     specs.extend(synthetic_tools(n.saturating_sub(loaded.len())));
     let built = Instant::now();
-    let index = ToolIndex::new(&specs);
+    let index = ToolIndex::with_rules(&specs, rules);
     let build = built.elapsed();
     let mut times = Vec::new();
     for _ in 0..20 {
@@ -215,7 +223,10 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         load_average()
     );
-    println!("{}", time_selection(&host.specs(), &suite, 500));
+    println!(
+        "{}",
+        time_selection(&host.specs(), agent.provider().rules(), &suite, 500)
+    );
     if let Some(path) = &flags.json {
         std::fs::write(path, serde_json::to_string_pretty(&verdicts)?)
             .with_context(|| format!("writing {}", path.display()))?;

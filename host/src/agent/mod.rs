@@ -37,7 +37,7 @@
 //! # async fn example(agent: Agent) -> anyhow::Result<()> {
 //! let options = RunOptions::default();
 //! let mut conversation = Conversation::new();
-//! conversation.push_user("Write a note titled groceries saying: buy milk.");
+//! conversation.push_user("Save a note titled chores saying: fix the door.");
 //! let mut result = agent.run(&mut conversation, &options, &mut |_| {}).await?;
 //! while result.end == RunEnd::Paused {
 //!     let saved = serde_json::to_string(&conversation)?; // keep it anywhere, resume anywhere
@@ -87,8 +87,8 @@ pub use select::{RELATIVE_CUTOFF, ToolIndex, ToolLimit, offer};
 pub use state::RunState;
 
 use crate::llm::{
-    ChatRequest, FinishReason, Message, Provider, ToolCall, ToolChoice, ToolDefinition, Usage,
-    arguments_object,
+    ChatRequest, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice, ToolDefinition,
+    Usage, arguments_object,
 };
 use crate::{ToolSpec, Toolbox};
 
@@ -305,12 +305,15 @@ pub struct Agent {
     options: AgentOptions,
     audit: Option<Arc<dyn AuditSink>>,
     index: Arc<select::IndexCache>,
+    /// What the model adds to selection and to its requests ([`Provider::rules`]).
+    rules: Arc<dyn ModelRules>,
 }
 
 impl Agent {
     /// An agent offering `toolbox`'s tools to the model behind `provider`.
     pub fn new(provider: Arc<dyn Provider>, toolbox: Arc<Toolbox>, options: AgentOptions) -> Self {
         Self {
+            rules: provider.rules(),
             provider,
             toolbox,
             options,
@@ -419,6 +422,8 @@ impl Agent {
             finish = tracing::field::Empty,
             tool_calls = tracing::field::Empty,
         );
+        // As the model needs it (the tools it was offered stay as they were for the checks).
+        let request = self.rules.adapt(&request).unwrap_or(request);
         let started = Instant::now();
         let mut on_text = |text: &str| events(AgentEvent::Text(text));
         let response = self
@@ -514,7 +519,7 @@ impl Agent {
         let limit = options.tool_limit.unwrap_or(self.options.tool_limit);
         let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
             (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
-                let index = self.index.get(&catalog);
+                let index = self.index.get(&catalog, &self.rules);
                 let ranked = index
                     .rank(messages)
                     .into_iter()

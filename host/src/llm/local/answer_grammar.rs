@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::text::{stem, words};
+use crate::english::{stem, words};
 
 /// A value longer than this is not offered (the model would have to copy it whole).
 const MAX_VALUE_CHARS: usize = 600;
@@ -190,8 +190,8 @@ fn kept_if_any(candidates: Vec<Candidate>, kept: impl Fn(&Candidate) -> bool) ->
 }
 
 /// The candidates whose value has the shape the question asks for, if any has: a clock
-/// time for "time" (mcp-server-time answers "What time is it" with a `datetime` field, next
-/// to a `timezone` one), a date for "date", a number for "how many" or "how much".
+/// time for "time" (mcp-server-time answers a question of the time with a `datetime` field,
+/// next to a `timezone` one), a date for "date", a number for "how many" or "how much".
 fn shaped(asked: &[String], candidates: Vec<Candidate>) -> Vec<Candidate> {
     let asks = |word: &str| asked.iter().any(|a| a == word);
     let how_many = asked
@@ -258,12 +258,12 @@ mod tests {
     fn a_named_field_is_the_only_choice() {
         let result = r#"{"date":"2026-11-24","time":"04:02:20","time_zone":"Asia/Tokyo"}"#;
         assert_eq!(
-            grammar("What time is it in Tokyo?", result).unwrap(),
+            grammar("Tell me the time in Tokyo.", result).unwrap(),
             "root ::= \"The time is 04:02:20.\"\n"
         );
         let stats = r#"{"words": 9, "unique_words": 8, "sentences": 0}"#;
         assert_eq!(
-            grammar("How many words are in this sentence: a b", stats).unwrap(),
+            grammar("Count how many words there are: a b", stats).unwrap(),
             "root ::= \"The words is 9.\"\n"
         );
         assert_eq!(
@@ -278,7 +278,7 @@ mod tests {
         let now = r#"{"timezone": "Asia/Tokyo", "datetime": "2026-11-24T07:32:11+09:00",
             "day_of_week": "Tuesday", "is_dst": false}"#;
         assert_eq!(
-            grammar("What time is it in Tokyo?", now).unwrap(),
+            grammar("Tell me the time in Tokyo.", now).unwrap(),
             "root ::= \"The datetime is 2026-11-24T07:32:11+09:00.\"\n"
         );
         let stats = r#"{"path": "/data/a.txt", "lines": 3}"#;
@@ -295,7 +295,7 @@ mod tests {
     fn every_field_when_the_question_names_none() {
         let weather = r#"{"condition":"Clear","temperature_c":34.0,"wind_kmh":9.5}"#;
         assert_eq!(
-            grammar("how hot is it in Cairo?", weather).unwrap(),
+            grammar("is it warm in Cairo?", weather).unwrap(),
             "root ::= \"The condition is Clear.\" | \"The temperature is 34 °C.\" | \
              \"The wind is 9.5 km/h.\"\n"
         );
@@ -321,7 +321,7 @@ mod tests {
         );
         let matches = r#"{"count": 2, "matches": [{"match": "a@b.c"}, {"match": "d@e.f"}]}"#;
         assert_eq!(
-            grammar("find all email addresses in: ...", matches).unwrap(),
+            grammar("list the emails in: ...", matches).unwrap(),
             "root ::= \"The count is 2.\" | \"The matches are a@b.c, d@e.f.\"\n"
         );
     }
