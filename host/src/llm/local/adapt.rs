@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn the_answer_to_a_result_states_one_of_its_values_and_offers_no_tools() {
         let messages = vec![
-            Message::user("Tell me the time in Tokyo."),
+            Message::user("Tell me the time in Lima."),
             result(r#"{"date": "2026-11-24", "time": "04:02:20"}"#),
         ];
         let sent = super::adapted(&request(messages.clone()), false).expect("an answering round");
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(sent.tools.len(), 1);
 
         let both = vec![
-            Message::user("The time in Tokyo and in Lima?"),
+            Message::user("The hour in Tokyo and in Lima?"),
             result(r#"{"time": "04:02:20"}"#),
             result(r#"{"time": "14:02:20"}"#),
         ];
@@ -358,13 +358,13 @@ mod tests {
                            "time": {"type": "string", "description": "HH:MM"}}}));
         request.messages = vec![
             Message::user("I live in Paris."),
-            Message::user("Tell me the time in Tokyo."),
+            Message::user("Tell me the time in Lima."),
         ];
         let sent = adapted(&request).expect("narrowed");
         let properties = &sent.tools[0].parameters["properties"];
         assert_eq!(
             properties["timezone"],
-            json!({"description": "IANA timezone name", "enum": ["Asia/Tokyo", "Europe/Paris"]}),
+            json!({"description": "IANA timezone name", "enum": ["America/Lima", "Europe/Paris"]}),
             "the latest request's place first"
         );
         assert_eq!(
