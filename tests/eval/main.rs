@@ -1,11 +1,15 @@
 //! `just eval`: asks every request of tests/eval/suite.toml of the model (the default local
 //! one unless the flags say otherwise) with the whole example manifest, and prints the score
-//! per category and the median time per request. See tests/support/eval.rs for the scoring.
+//! per category of the development half and of the held-out half side by side, the totals,
+//! and the median time per request. See tests/support/eval/ for the scoring.
 //!
 //! ```text
-//! eval [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE] [--max-rounds N]
-//!      [--system TEXT] [--temperature T] [--tools N|all] [--rank]
+//! eval [--half dev|held_out] [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE]
+//!      [--max-rounds N] [--system TEXT] [--temperature T] [--tools N|all] [--rank]
 //! ```
+//!
+//! While changing the local model's rules, run `--half dev`: the held-out half measures a
+//! change only as long as it was not made by looking at it.
 //!
 //! `--rank` asks no model: it prints the tools selection offers each request, and how often
 //! one that answers it is among them. Every run ends with the time selection takes over 500
@@ -22,10 +26,11 @@ use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit, offer};
 use toolhost::llm::local::SmallModelRules;
 use toolhost::llm::{LocalFormat, ModelRules};
 use toolhost::{Host, ToolSpec};
-use toolhost_tests::eval::{Case, Setup, Suite, Verdict, line, report, synthetic_tools};
+use toolhost_tests::eval::{Case, Half, Setup, Suite, Verdict, line, report, synthetic_tools};
 
 #[derive(Default)]
 struct Flags {
+    half: Option<Half>,
     only: Vec<String>,
     cases: Vec<usize>,
     json: Option<PathBuf>,
@@ -39,6 +44,7 @@ fn flags() -> anyhow::Result<Flags> {
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
         match flag.as_str() {
+            "--half" => flags.half = Some(value()?.parse().map_err(anyhow::Error::msg)?),
             "--only" => flags.only = value()?.split(',').map(str::to_owned).collect(),
             "--case" => {
                 for n in value()?.split(',') {
@@ -55,8 +61,8 @@ fn flags() -> anyhow::Result<Flags> {
             "--rank" => flags.rank = true,
             "-h" | "--help" => {
                 println!(
-                    "eval [--only CATEGORY,..] [--case N,..] [--json FILE] [--max-rounds N] \
-                     [--system TEXT] [--temperature T] [--tools N|all] [--rank]"
+                    "eval [--half dev|held_out] [--only CATEGORY,..] [--case N,..] [--json FILE] \
+                     [--max-rounds N] [--system TEXT] [--temperature T] [--tools N|all] [--rank]"
                 );
                 std::process::exit(0);
             }
@@ -79,7 +85,8 @@ fn load_average() -> String {
 
 impl Flags {
     fn wants(&self, number: usize, case: &Case) -> bool {
-        (self.only.is_empty() || self.only.contains(&case.category))
+        self.half.is_none_or(|half| half == case.half)
+            && (self.only.is_empty() || self.only.contains(&case.category))
             && (self.cases.is_empty() || self.cases.contains(&number))
     }
 }
