@@ -280,41 +280,7 @@ impl ToolIndex {
             }
         }
     }
-}
 
-/// What a request offers of `ranked` (tools with their scores, best first): at most `k`,
-/// and only those scoring at least [`RELATIVE_CUTOFF`] of the best.
-pub fn offer<T>(mut ranked: Vec<(T, f32)>, k: usize) -> Vec<(T, f32)> {
-    let best = ranked.first().map_or(0.0, |&(_, score)| score);
-    ranked.retain(|&(_, score)| score >= best * RELATIVE_CUTOFF);
-    ranked.truncate(k);
-    ranked
-}
-
-/// The index of the catalog seen last, rebuilt when the toolbox's tools change.
-#[derive(Default)]
-pub(crate) struct IndexCache(Mutex<Option<(Arc<Catalog>, Arc<ToolIndex>)>>);
-
-impl IndexCache {
-    /// The index of `catalog`, with the hints of `rules` (the same for every call).
-    pub(crate) fn get(
-        &self,
-        catalog: &Arc<Catalog>,
-        rules: &Arc<dyn ModelRules>,
-    ) -> Arc<ToolIndex> {
-        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((seen, index)) = &*cached
-            && Arc::ptr_eq(seen, catalog)
-        {
-            return index.clone();
-        }
-        let index = Arc::new(ToolIndex::with_rules(catalog.iter(), rules.clone()));
-        *cached = Some((catalog.clone(), index.clone()));
-        index
-    }
-}
-
-impl ToolIndex {
     /// The terms of the user's messages, the last at full weight, earlier ones at less.
     fn conversation_query(&self, messages: &[Message]) -> HashMap<Term, f32> {
         let mut query = HashMap::new();
@@ -348,6 +314,38 @@ impl ToolIndex {
         self.rules
             .request_hints(&text, &mut |hint: Hint| add(Term::from(hint)));
         for_each_word(&text, |word| add(Term::Word(word)));
+    }
+}
+
+/// What a request offers of `ranked` (tools with their scores, best first): at most `k`,
+/// and only those scoring at least [`RELATIVE_CUTOFF`] of the best.
+pub fn offer<T>(mut ranked: Vec<(T, f32)>, k: usize) -> Vec<(T, f32)> {
+    let best = ranked.first().map_or(0.0, |&(_, score)| score);
+    ranked.retain(|&(_, score)| score >= best * RELATIVE_CUTOFF);
+    ranked.truncate(k);
+    ranked
+}
+
+/// The index of the catalog seen last, rebuilt when the toolbox's tools change.
+#[derive(Default)]
+pub(crate) struct IndexCache(Mutex<Option<(Arc<Catalog>, Arc<ToolIndex>)>>);
+
+impl IndexCache {
+    /// The index of `catalog`, with the hints of `rules` (the same for every call).
+    pub(crate) fn get(
+        &self,
+        catalog: &Arc<Catalog>,
+        rules: &Arc<dyn ModelRules>,
+    ) -> Arc<ToolIndex> {
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, index)) = &*cached
+            && Arc::ptr_eq(seen, catalog)
+        {
+            return index.clone();
+        }
+        let index = Arc::new(ToolIndex::with_rules(catalog.iter(), rules.clone()));
+        *cached = Some((catalog.clone(), index.clone()));
+        index
     }
 }
 
