@@ -39,6 +39,7 @@
 pub mod agent;
 mod arguments;
 mod engine;
+mod english;
 mod error;
 mod host;
 pub mod llm;
@@ -49,7 +50,6 @@ mod process;
 pub mod sandbox;
 pub mod source;
 mod spec;
-mod text;
 mod toolbox;
 pub mod units;
 

@@ -1,11 +1,15 @@
 //! `just eval`: asks every request of tests/eval/suite.toml of the model (the default local
 //! one unless the flags say otherwise) with the whole example manifest, and prints the score
-//! per category and the median time per request. See tests/support/eval.rs for the scoring.
+//! per category of the development half and of the held-out half side by side, the totals,
+//! and the median time per request. See tests/support/eval/ for the scoring.
 //!
 //! ```text
-//! eval [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE] [--max-rounds N]
-//!      [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]
+//! eval [--half dev|held_out] [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE]
+//!      [--max-rounds N] [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]
 //! ```
+//!
+//! While changing the local model's rules, run `--half dev`: the held-out half measures a
+//! change only as long as it was not made by looking at it.
 //!
 //! `--rank` asks no model: it prints the tools selection offers each request, and how often
 //! one that answers it is among them. Every run ends with the time selection takes over 500
@@ -14,15 +18,19 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit, offer};
+use toolhost::llm::local::SmallModelRules;
+use toolhost::llm::{LocalFormat, ModelRules};
 use toolhost::{Host, ToolSpec};
-use toolhost_tests::eval::{Case, Setup, Suite, Verdict, line, report, synthetic_tools};
+use toolhost_tests::eval::{Case, Half, Setup, Suite, Verdict, line, report, synthetic_tools};
 
 #[derive(Default)]
 struct Flags {
+    half: Option<Half>,
     only: Vec<String>,
     cases: Vec<usize>,
     json: Option<PathBuf>,
@@ -36,6 +44,7 @@ fn flags() -> anyhow::Result<Flags> {
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value"));
         match flag.as_str() {
+            "--half" => flags.half = Some(value()?.parse().map_err(anyhow::Error::msg)?),
             "--only" => flags.only = value()?.split(',').map(str::to_owned).collect(),
             "--case" => {
                 for n in value()?.split(',') {
@@ -52,8 +61,8 @@ fn flags() -> anyhow::Result<Flags> {
             "--rank" => flags.rank = true,
             "-h" | "--help" => {
                 println!(
-                    "eval [--only CATEGORY,..] [--case N,..] [--json FILE] [--max-rounds N] \
-                     [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]"
+                    "eval [--half dev|held_out] [--only CATEGORY,..] [--case N,..] [--json FILE] \
+                     [--max-rounds N] [--system TEXT] [--temperature T] [--tool-limit N|all] [--rank]"
                 );
                 std::process::exit(0);
             }
@@ -76,12 +85,13 @@ fn load_average() -> String {
 
 impl Flags {
     fn wants(&self, number: usize, case: &Case) -> bool {
-        (self.only.is_empty() || self.only.contains(&case.category))
+        self.half.is_none_or(|half| half == case.half)
+            && (self.only.is_empty() || self.only.contains(&case.category))
             && (self.cases.is_empty() || self.cases.contains(&number))
     }
 }
 
-/// What selection offers each request, without a model.
+/// What selection offers each request, without a model (with the local model's hints).
 async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()> {
     let host = Host::builder()
         .manifest(&setup.manifest)
@@ -93,7 +103,7 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
         ToolLimit::All => usize::MAX,
     };
     let specs = host.specs();
-    let index = ToolIndex::new(&specs);
+    let index = ToolIndex::with_rules(&specs, Arc::new(SmallModelRules::new(LocalFormat::OpenAi)));
     let mut found = 0;
     let mut wanted = 0;
     let mut offered_total = 0;
@@ -135,12 +145,17 @@ async fn rank(flags: &Flags, suite: &Suite, setup: &Setup) -> anyhow::Result<()>
 }
 
 /// The time ranking takes over `n` tools (the loaded ones and made-up ones), per request of
-/// the suite.
-fn time_selection(loaded: &[ToolSpec], suite: &Suite, n: usize) -> String {
+/// the suite, with the model's `rules`.
+fn time_selection(
+    loaded: &[ToolSpec],
+    rules: Arc<dyn ModelRules>,
+    suite: &Suite,
+    n: usize,
+) -> String {
     let mut specs = loaded.to_vec();
     specs.extend(synthetic_tools(n.saturating_sub(loaded.len())));
     let built = Instant::now();
-    let index = ToolIndex::new(&specs);
+    let index = ToolIndex::with_rules(&specs, rules);
     let build = built.elapsed();
     let mut times = Vec::new();
     for _ in 0..20 {
@@ -215,7 +230,10 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         load_average()
     );
-    println!("{}", time_selection(&host.specs(), &suite, 500));
+    println!(
+        "{}",
+        time_selection(&host.specs(), agent.provider().rules(), &suite, 500)
+    );
     if let Some(path) = &flags.json {
         std::fs::write(path, serde_json::to_string_pretty(&verdicts)?)
             .with_context(|| format!("writing {}", path.display()))?;

@@ -1,7 +1,7 @@
 //! The current date and time, in a time zone, a city or a country.
 //!
 //! Whatever names a place is accepted, from the tz database the tool carries
-//! (`toolhost-places`): an IANA name ("Asia/Tokyo", any case), a city that names a zone
+//! (`toolhost-place-zones`): an IANA name ("Asia/Tokyo", any case), a city that names a zone
 //! ("Tokyo", "new york", "São Paulo"), a country ("Japan", "USA", "Brazil"), or an offset
 //! ("UTC+5:30"). A country whose zones differ gets its capital's zone, and the result says
 //! so. Anything else is refused with what to send instead, and the nearest names when there
@@ -48,7 +48,7 @@ fn current_time(args: CurrentTime) -> Result<Now, ToolError> {
         Some(name) if !name.trim().is_empty() => name,
         _ => std::env::var("TZ").unwrap_or_else(|_| "UTC".to_owned()),
     };
-    let place = toolhost_places::resolve(&asked).map_err(ToolError::invalid_arguments)?;
+    let place = toolhost_place_zones::resolve(&asked).map_err(ToolError::invalid_arguments)?;
     let now = Timestamp::now().to_zoned(place.zone.clone());
     Ok(Now {
         time_zone: place.name,

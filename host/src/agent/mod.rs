@@ -37,7 +37,7 @@
 //! # async fn example(agent: Agent) -> anyhow::Result<()> {
 //! let options = RunOptions::default();
 //! let mut conversation = Conversation::new();
-//! conversation.push_user("Write a note titled groceries saying: buy milk.");
+//! conversation.push_user("Save a note titled chores saying: fix the door.");
 //! let mut result = agent.run(&mut conversation, &options, &mut |_| {}).await?;
 //! while result.end == RunEnd::Paused {
 //!     let saved = serde_json::to_string(&conversation)?; // keep it anywhere, resume anywhere
@@ -89,7 +89,7 @@ pub use state::RunState;
 
 use crate::arguments::Arguments;
 use crate::llm::{
-    ChatRequest, ChatResponse, FinishReason, Message, Provider, ToolCall, ToolChoice,
+    ChatRequest, ChatResponse, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice,
     ToolDefinition, Usage,
 };
 use crate::spec::ToolSpec;
@@ -308,12 +308,15 @@ pub struct Agent {
     options: AgentOptions,
     audit: Option<Arc<dyn AuditSink>>,
     index: Arc<select::IndexCache>,
+    /// What the model adds to selection and to its requests ([`Provider::rules`]).
+    rules: Arc<dyn ModelRules>,
 }
 
 impl Agent {
     /// An agent offering `toolbox`'s tools to the model behind `provider`.
     pub fn new(provider: Arc<dyn Provider>, toolbox: Arc<Toolbox>, options: AgentOptions) -> Self {
         Self {
+            rules: provider.rules(),
             provider,
             toolbox,
             options,
@@ -402,6 +405,8 @@ impl Agent {
             finish = tracing::field::Empty,
             tool_calls = tracing::field::Empty,
         );
+        // As the model needs it (the tools it was offered stay as they were for the checks).
+        let request = self.rules.adapt(&request).unwrap_or(request);
         let started = Instant::now();
         let mut on_text = |text: &str| events(AgentEvent::Text(text));
         let response = self
@@ -476,7 +481,7 @@ impl Agent {
         let limit = options.tool_limit.unwrap_or(self.options.tool_limit);
         let specs: Vec<&ToolSpec> = match (limit, &options.tools) {
             (ToolLimit::Top(k), ToolSelection::All | ToolSelection::Filter(_)) => {
-                let index = self.index.get(&catalog);
+                let index = self.index.get(&catalog, &self.rules);
                 let ranked = index
                     .rank(messages)
                     .into_iter()

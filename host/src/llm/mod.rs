@@ -8,15 +8,17 @@
 
 mod anthropic;
 mod config;
-mod documents;
 mod error;
 mod http;
+mod json_in_text;
 pub mod local;
 mod openai;
+mod rules;
 mod sse;
 mod wire;
 
 use std::fmt;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -25,10 +27,11 @@ use serde_json::Value;
 pub use crate::manifest::model::{LocalFormat, ProviderKind};
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::ModelConfig;
-pub(crate) use documents::documents;
 pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
 pub use http::HttpOptions;
+pub(crate) use json_in_text::json_in_text;
 pub use openai::{OpenAi, OpenAiProvider};
+pub use rules::{Hint, ModelRules, NoRules};
 pub use wire::WireProvider;
 
 /// One message of a conversation.
@@ -220,6 +223,12 @@ pub trait Provider: Send + Sync {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+
+    /// What this model adds to the tool loop: selection hints and changes to its requests
+    /// (see [`ModelRules`]). None by default.
+    fn rules(&self) -> Arc<dyn ModelRules> {
+        Arc::new(NoRules)
+    }
 }
 
 impl fmt::Debug for dyn Provider {

@@ -1,7 +1,9 @@
 //! The eval: everyday requests (tests/eval/suite.toml) asked of a model with the whole example
-//! manifest, each scored on the tool that answered it and the value it gave. `just eval` runs
-//! them all (tests/eval/main.rs); `just test` runs the five marked `fast`
-//! (tests/tool_loop/eval.rs).
+//! manifest, each scored on the tool that answered it and the value it gave. The suite is two
+//! halves with the same categories ([`Half`]): the development half, to decide rules on, and
+//! the held-out half, to measure them on requests they were not made for; the report shows
+//! both side by side. `just eval` runs them all (tests/eval/main.rs); `just test` runs the
+//! five marked `fast` (tests/tool_loop/eval.rs).
 //!
 //! The manifest is example-tools/toolhost.toml as it is, with three changes for a run that
 //! touches nothing outside it: paths made absolute, the notes directory a fresh temporary one,
@@ -42,6 +44,8 @@ pub struct Suite {
 pub struct Case {
     /// Which kind of request (the score is reported per category).
     pub category: String,
+    /// Which half of the suite it is in.
+    pub half: Half,
     /// What the user types.
     pub request: String,
     /// The tools that answer it; one of them must be called and succeed.
@@ -61,6 +65,41 @@ pub struct Case {
     pub fast: bool,
 }
 
+/// The two halves of the suite, each with about as many requests of every category.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Half {
+    /// Requests to look at while deciding the local model's rules.
+    Dev,
+    /// Requests kept out of that: the score a new request can expect.
+    HeldOut,
+}
+
+impl Half {
+    /// Both, in the order reported.
+    pub const BOTH: [Half; 2] = [Half::Dev, Half::HeldOut];
+
+    /// Its name in the report.
+    pub fn title(self) -> &'static str {
+        match self {
+            Half::Dev => "development",
+            Half::HeldOut => "held out",
+        }
+    }
+}
+
+impl std::str::FromStr for Half {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "dev" => Ok(Half::Dev),
+            "held_out" => Ok(Half::HeldOut),
+            other => Err(format!("`{other}` is not a half; use dev or held_out")),
+        }
+    }
+}
+
 /// A note a request must leave in the notes directory.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -72,12 +111,39 @@ pub struct Note {
 }
 
 impl Suite {
-    /// Reads the suite file.
+    /// Reads the suite file, and checks that its halves are balanced.
     pub fn load() -> Self {
         let path = suite_path();
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        toml::from_str(&text).unwrap_or_else(|e| panic!("{} is not valid: {e}", path.display()))
+        let suite: Self = toml::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} is not valid: {e}", path.display()));
+        if let Err(unbalanced) = suite.balanced() {
+            panic!("{}: {unbalanced}", path.display());
+        }
+        suite
+    }
+
+    /// Whether every category has requests in both halves, as many in each or one more in
+    /// one of them; else which category does not.
+    pub fn balanced(&self) -> Result<(), String> {
+        let mut counts: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
+        for case in &self.cases {
+            let at = match case.half {
+                Half::Dev => 0,
+                Half::HeldOut => 1,
+            };
+            counts.entry(&case.category).or_default()[at] += 1;
+        }
+        for (category, [dev, held_out]) in counts {
+            if dev == 0 || held_out == 0 || dev.abs_diff(held_out) > 1 {
+                return Err(format!(
+                    "category `{category}` has {dev} development and {held_out} held-out \
+                     requests; give each half about as many"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

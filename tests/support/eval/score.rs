@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 use toolhost::agent::{Agent, AgentErrorKind, Conversation, RunEnd, RunOptions};
 
-use super::{Case, Note, Setup};
+use super::{Case, Half, Note, Setup};
 
 /// How one request went.
 #[derive(Debug, Clone, Serialize)]
@@ -195,7 +195,9 @@ pub fn contains_value(text: &str, value: &str) -> bool {
     })
 }
 
-/// The score of `verdicts` per category, as a table, with the median time per request.
+/// The table of a run: per category, how many requests of each half passed, found the right
+/// tool, had the value in the result and stated it in the answer, and how many ran into the
+/// round limit, the two halves side by side; then the totals.
 pub fn report(verdicts: &[Verdict]) -> String {
     let mut categories: BTreeMap<&str, Vec<&Verdict>> = BTreeMap::new();
     for verdict in verdicts {
@@ -204,17 +206,16 @@ pub fn report(verdicts: &[Verdict]) -> String {
             .or_default()
             .push(verdict);
     }
-    let mut out = String::new();
-    out.push_str(&format!(
-        "{:<12} {:>7} {:>10} {:>12} {:>12} {:>11}\n",
-        "category", "passed", "right tool", "value:result", "value:answer", "round limit"
-    ));
-    let row = |name: &str, group: &[&Verdict]| {
-        let count = |f: fn(&Verdict) -> bool| group.iter().filter(|v| f(v)).count();
+    // passed, right tool, value in the result, value in the answer, round limit
+    let columns = |group: &[&Verdict], half: Half| -> String {
+        let group: Vec<&&Verdict> = group.iter().filter(|v| v.case.half == half).collect();
+        if group.is_empty() {
+            return format!("{:>6} {:>6} {:>6} {:>6} {:>5}", "-", "-", "-", "-", "-");
+        }
         let n = group.len();
+        let count = |f: fn(&Verdict) -> bool| group.iter().filter(|v| f(v)).count();
         format!(
-            "{:<12} {:>7} {:>10} {:>12} {:>12} {:>11}\n",
-            name,
+            "{:>6} {:>6} {:>6} {:>6} {:>5}",
             format!("{}/{n}", count(|v| v.passed)),
             format!("{}/{n}", count(|v| v.right_tool)),
             format!("{}/{n}", count(|v| v.value_in_result)),
@@ -222,20 +223,45 @@ pub fn report(verdicts: &[Verdict]) -> String {
             count(|v| v.round_limit),
         )
     };
+    let mut out = String::new();
+    let [dev, held_out] = Half::BOTH.map(Half::title);
+    out.push_str(&format!("{:<12} | {dev:<34} | {held_out}\n", ""));
+    let names = format!(
+        "{:>6} {:>6} {:>6} {:>6} {:>5}",
+        "passed", "tool", "result", "answer", "limit"
+    );
+    out.push_str(&format!("{:<12} | {names} | {names}\n", "category"));
+    let row = |name: &str, group: &[&Verdict]| {
+        format!(
+            "{name:<12} | {} | {}\n",
+            columns(group, Half::Dev),
+            columns(group, Half::HeldOut)
+        )
+    };
     for (name, group) in &categories {
         out.push_str(&row(name, group));
     }
     let all: Vec<&Verdict> = verdicts.iter().collect();
     out.push_str(&row("all", &all));
-    let passed = all.iter().filter(|v| v.passed).count();
+    let score = |group: &[&Verdict]| {
+        let passed = group.iter().filter(|v| v.passed).count();
+        format!(
+            "{passed}/{} = {:.0}%",
+            group.len(),
+            100.0 * passed as f64 / group.len().max(1) as f64
+        )
+    };
+    let half =
+        |half: Half| -> Vec<&Verdict> { verdicts.iter().filter(|v| v.case.half == half).collect() };
     let mut times: Vec<Duration> = verdicts.iter().map(|v| v.took).collect();
     times.sort();
     let median = times.get(times.len() / 2).copied().unwrap_or_default();
     let total: Duration = times.iter().sum();
     out.push_str(&format!(
-        "score {passed}/{} = {:.0}%; median {:.1} s per request, total {:.0} s\n",
-        all.len(),
-        100.0 * passed as f64 / all.len().max(1) as f64,
+        "score: {dev} {}, {held_out} {}, all {}; median {:.1} s per request, total {:.0} s\n",
+        score(&half(Half::Dev)),
+        score(&half(Half::HeldOut)),
+        score(&all),
         median.as_secs_f64(),
         total.as_secs_f64()
     ));
@@ -246,8 +272,9 @@ pub fn report(verdicts: &[Verdict]) -> String {
 pub fn line(index: usize, verdict: &Verdict) -> String {
     let mark = if verdict.passed { "PASS" } else { "FAIL" };
     let mut text = format!(
-        "{mark} {index:>2} [{}] {:?} ({:.1} s, {} rounds)\n",
+        "{mark} {index:>2} [{}, {}] {:?} ({:.1} s, {} rounds)\n",
         verdict.case.category,
+        verdict.case.half.title(),
         verdict.case.request,
         verdict.took.as_secs_f64(),
         verdict.rounds

@@ -4,13 +4,13 @@
 //! every tool definition in every request. [`ToolIndex`] ranks the tools against the
 //! conversation with BM25 (the ranking of search engines) over each tool's name, description
 //! and parameter names and descriptions, and the agent offers the best `k`
-//! ([`ToolLimit::Top`]): `[model] tool_limit = 3` in a manifest, the local model's default.
+//! ([`ToolLimit::Top`](crate::manifest::model::ToolLimit::Top)): `[model] tool_limit = 3` in a manifest, the local model's default.
 //!
 //! The query is what the user said: the last user message, and the ones before it at half
-//! weight (so that "and in Paris?" still finds the weather). Tool results and the model's own
-//! text are left out, so a run offers the same tools from its first round to its last. A tool
-//! that shares no word with the request is not offered at all: a greeting gets no tools, and
-//! a plain answer.
+//! weight (so that a follow-up naming only a new city still finds the tool of the first
+//! question). Tool results and the model's own text are left out, so a run offers the same
+//! tools from its first round to its last. A tool that shares no term with the request is not
+//! offered at all: a greeting gets no tools, and a plain answer.
 //!
 //! Words are compared lowercased, split at anything but letters and digits and between
 //! letters and digits (`sha256` also counts as `sha` and `256`, `square_root` as `square`
@@ -19,10 +19,14 @@
 //! it begins with or that begin with it, at half weight (`statistics` finds `stats`).
 //!
 //! Besides words, a request holds values, and a tool's required parameters say which values
-//! it needs: numbers ("17 times 23"), file paths ("/data/report.txt"), URLs, JSON documents.
-//! Each kind of value counts as one more word of the request, met by every required parameter
-//! of that kind (a `number`, a string named or described as a path, a file or a directory, a
-//! URL, JSON), so "12 boxes of 24 pens" leans to the calculator even without its words.
+//! it needs: numbers, file paths, URLs, JSON documents ([`ValueKind`](terms::ValueKind)). Each
+//! kind of value counts as one more term of the request, met by every required parameter of
+//! that kind (a `number`, a string named or described as a path, a file or a directory, a
+//! URL, JSON), so a request holding two numbers leans to the tools that take numbers even
+//! without their words.
+//!
+//! A model may add terms of its own to both sides ([`ModelRules`]'s hints, see
+//! [`ToolIndex::with_rules`]); the ranking treats them like any other term.
 //!
 //! Only tools scoring at least [`RELATIVE_CUTOFF`] of the best are offered: a clear winner
 //! comes alone, since a small model given three tools often calls the wrong one.
@@ -30,15 +34,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::llm::Message;
+use crate::llm::{Hint, Message, ModelRules, NoRules};
 use crate::spec::ToolSpec;
 use crate::toolbox::Catalog;
 
-mod words;
+mod terms;
 
-use words::{
-    JSON, PLACE, for_each_implied, for_each_inflected, for_each_word, parameter_text,
-    required_kinds, takes_place, value_kinds, without_documents, without_examples,
+use terms::{
+    PARAMETER_WEIGHT, Term, ValueKind, for_each_word, parameter_text, required_kinds, value_kinds,
+    without_documents, without_examples,
 };
 
 /// BM25's term-frequency saturation.
@@ -48,9 +52,6 @@ const B: f32 = 0.75;
 /// How much a word counts in each part of a tool: its name says most about it.
 const NAME_WEIGHT: f32 = 3.0;
 const DESCRIPTION_WEIGHT: f32 = 2.0;
-const PARAMETER_WEIGHT: f32 = 1.0;
-/// A word of a tool's name in the very form the request uses ("files" in list_files).
-const INFLECTED_WEIGHT: f32 = 0.5;
 /// The weight of the user messages before the last one (halved again for each earlier one).
 const EARLIER_MESSAGE_WEIGHT: f32 = 0.5;
 /// The weight of a request's word met only as a prefix of a tool's word (or the other way).
@@ -58,10 +59,10 @@ const PREFIX_WEIGHT: f32 = 0.5;
 /// The shortest word that meets others by prefix.
 const PREFIX_MIN: usize = 4;
 /// How much more a tool scores when the request holds a value of every kind its required
-/// parameters take (a path for `checksum_file`'s path, numbers for `multiply`'s): as a word
+/// parameters take (a path for a parameter `path`, numbers for two `number` ones): as a term
 /// such a kind says little, since many tools take paths, but between two tools alike in
-/// words ("crc32 of /data/prices.csv": crc32 of a text or checksum_file of a file) it is
-/// what tells them apart.
+/// words (a checksum of a text and a checksum of a file, asked with a path) it is what tells
+/// them apart.
 const FIT_BONUS: f32 = 0.25;
 /// A tool is offered only if it scores at least this share of the best tool's score.
 pub const RELATIVE_CUTOFF: f32 = 0.85;
@@ -84,46 +85,78 @@ pub const RELATIVE_CUTOFF: f32 = 0.85;
 ///     tool("current_weather", "Gets the current weather for a city."),
 ///     tool("add", "Adds two numbers and returns the sum."),
 /// ]);
-/// let ranked = index.rank_text("what's the weather in Oslo?");
+/// let ranked = index.rank_text("is there weather news for Oslo?");
 /// assert_eq!(index.name(ranked[0].0), "current_weather");
 /// assert_eq!(ranked.len(), 1, "add shares no word with the question");
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct ToolIndex {
     names: Vec<String>,
     /// Each tool's length in weighted words.
     lengths: Vec<f32>,
     average_length: f32,
     /// For each tool: the kinds of values its required parameters take.
-    kinds: Vec<Vec<&'static str>>,
-    /// For each word: the tools that have it, with its weighted count there.
-    postings: HashMap<String, Vec<(u32, f32)>>,
+    kinds: Vec<Vec<ValueKind>>,
+    /// For each term: the tools that have it, with its weighted count there.
+    postings: HashMap<Term, Vec<(u32, f32)>>,
     /// The words of `postings`, sorted, for finding the ones a word begins.
     vocabulary: Vec<String>,
+    /// The hints the model adds to each side.
+    rules: Arc<dyn ModelRules>,
+}
+
+impl std::fmt::Debug for ToolIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolIndex")
+            .field("tools", &self.names)
+            .field("terms", &self.postings.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ToolIndex {
+    fn default() -> Self {
+        Self::new([])
+    }
 }
 
 impl ToolIndex {
-    /// Indexes `tools`.
+    /// Indexes `tools`, to be ranked by their words and the values they take alone.
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
-        let mut index = Self::default();
-        let mut counts: HashMap<String, f32> = HashMap::new();
+        Self::with_rules(tools, Arc::new(NoRules))
+    }
+
+    /// Indexes `tools` with the hints `rules` add to tools and, when ranking, to requests.
+    pub fn with_rules<'a>(
+        tools: impl IntoIterator<Item = &'a ToolSpec>,
+        rules: Arc<dyn ModelRules>,
+    ) -> Self {
+        let mut index = Self {
+            names: Vec::new(),
+            lengths: Vec::new(),
+            average_length: 0.0,
+            kinds: Vec::new(),
+            postings: HashMap::new(),
+            vocabulary: Vec::new(),
+            rules,
+        };
+        let mut counts: HashMap<Term, f32> = HashMap::new();
         for (at, spec) in tools.into_iter().enumerate() {
             counts.clear();
-            for_each_inflected(&spec.name, |word| {
-                *counts.entry(word).or_default() += INFLECTED_WEIGHT;
+            index.rules.tool_hints(spec, &mut |hint, weight| {
+                *counts.entry(Term::from(hint)).or_default() += weight * PARAMETER_WEIGHT;
             });
             let mut add = |text: &str, weight: f32| {
-                for_each_word(text, |word| *counts.entry(word).or_default() += weight);
+                for_each_word(text, |word| {
+                    *counts.entry(Term::Word(word)).or_default() += weight;
+                });
             };
             add(&spec.name, NAME_WEIGHT);
             add(&without_examples(&spec.description), DESCRIPTION_WEIGHT);
             parameter_text(&spec.input_schema, &mut add, 0);
-            if takes_place(&spec.input_schema) {
-                *counts.entry(PLACE.to_owned()).or_default() += PARAMETER_WEIGHT;
-            }
             let kinds = required_kinds(&spec.input_schema);
             for kind in &kinds {
-                *counts.entry((*kind).to_owned()).or_default() += PARAMETER_WEIGHT;
+                *counts.entry(Term::Value(*kind)).or_default() += PARAMETER_WEIGHT;
             }
             index.kinds.push(kinds);
             let length: f32 = counts.values().sum();
@@ -134,7 +167,12 @@ impl ToolIndex {
             index.names.push(spec.name.clone());
             index.lengths.push(length);
         }
-        index.vocabulary = index.postings.keys().cloned().collect();
+        index.vocabulary = (index.postings.keys())
+            .filter_map(|term| match term {
+                Term::Word(word) => Some(word.clone()),
+                _ => None,
+            })
+            .collect();
         index.vocabulary.sort_unstable();
         let total: f32 = index.lengths.iter().sum();
         index.average_length = total / (index.lengths.len().max(1) as f32);
@@ -159,23 +197,24 @@ impl ToolIndex {
     /// The tools that share a word with `text`, best first: (tool number, score).
     pub fn rank_text(&self, text: &str) -> Vec<(usize, f32)> {
         let mut query = HashMap::new();
-        add_query(&mut query, text, 1.0);
+        self.add_query(&mut query, text, 1.0);
         self.rank_query(&query)
     }
 
     /// The tools that share a word with what the user said in `messages`, best first.
     pub fn rank(&self, messages: &[Message]) -> Vec<(usize, f32)> {
-        self.rank_query(&conversation_query(messages))
+        self.rank_query(&self.conversation_query(messages))
     }
 
-    fn rank_query(&self, query: &HashMap<String, f32>) -> Vec<(usize, f32)> {
+    fn rank_query(&self, query: &HashMap<Term, f32>) -> Vec<(usize, f32)> {
         let mut scores = vec![0.0f32; self.names.len()];
-        for (word, &weight) in query {
-            if self.postings.contains_key(word) {
-                self.score_word(word, weight, &mut scores);
-            } else if !word.starts_with('=') {
+        for (term, &weight) in query {
+            if self.postings.contains_key(term) {
+                self.score_term(term, weight, &mut scores);
+            } else if let Term::Word(word) = term {
                 for known in self.prefix_matches(word) {
-                    self.score_word(known, weight * PREFIX_WEIGHT, &mut scores);
+                    let known = Term::Word(known.clone());
+                    self.score_term(&known, weight * PREFIX_WEIGHT, &mut scores);
                 }
             }
         }
@@ -185,7 +224,10 @@ impl ToolIndex {
             .filter(|&(_, score)| score > 0.0)
             .map(|(at, score)| {
                 let kinds = &self.kinds[at];
-                let fits = !kinds.is_empty() && kinds.iter().all(|kind| query.contains_key(*kind));
+                let fits = !kinds.is_empty()
+                    && kinds
+                        .iter()
+                        .all(|kind| query.contains_key(&Term::Value(*kind)));
                 (
                     at,
                     if fits {
@@ -207,7 +249,12 @@ impl ToolIndex {
         let long_enough = word.len() >= PREFIX_MIN && word.is_ascii();
         let shorter = (PREFIX_MIN..word.len())
             .filter(move |_| long_enough)
-            .filter_map(|end| self.postings.get_key_value(&word[..end]).map(|(k, _)| k));
+            .filter_map(|end| {
+                let at = self
+                    .vocabulary
+                    .binary_search_by(|known| known.as_str().cmp(&word[..end]));
+                at.ok().map(|at| &self.vocabulary[at])
+            });
         let from = self
             .vocabulary
             .partition_point(|known| known.as_str() <= word);
@@ -217,10 +264,10 @@ impl ToolIndex {
         shorter.chain(longer)
     }
 
-    /// Adds `word`'s BM25 contribution, at `weight`, to the score of every tool that has it.
-    fn score_word(&self, word: &str, weight: f32, scores: &mut [f32]) {
+    /// Adds `term`'s BM25 contribution, at `weight`, to the score of every tool that has it.
+    fn score_term(&self, term: &Term, weight: f32, scores: &mut [f32]) {
         let n = self.names.len() as f32;
-        if let Some(postings) = self.postings.get(word) {
+        if let Some(postings) = self.postings.get(term) {
             let df = postings.len() as f32;
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for &(at, count) in postings {
@@ -229,6 +276,41 @@ impl ToolIndex {
                 scores[at] += weight * idf * count * (K1 + 1.0) / (count + K1 * norm);
             }
         }
+    }
+
+    /// The terms of the user's messages, the last at full weight, earlier ones at less.
+    fn conversation_query(&self, messages: &[Message]) -> HashMap<Term, f32> {
+        let mut query = HashMap::new();
+        let mut weight = 1.0;
+        for message in messages.iter().rev() {
+            if let Message::User { text } = message {
+                self.add_query(&mut query, text, weight);
+                weight *= EARLIER_MESSAGE_WEIGHT;
+                if weight < 0.05 {
+                    break;
+                }
+            }
+        }
+        query
+    }
+
+    /// Adds the words of `text`, the kinds of values it holds and the model's hints for it to
+    /// `query` at `weight` (a term counts once, at its highest).
+    fn add_query(&self, query: &mut HashMap<Term, f32>, text: &str, weight: f32) {
+        let mut add = |term: Term| {
+            let entry = query.entry(term).or_insert(0.0);
+            *entry = entry.max(weight);
+        };
+        let (text, documents) = without_documents(text);
+        if documents {
+            add(Term::Value(ValueKind::Json));
+        }
+        for kind in value_kinds(&text) {
+            add(Term::Value(kind));
+        }
+        self.rules
+            .request_hints(&text, &mut |hint: Hint| add(Term::from(hint)));
+        for_each_word(&text, |word| add(Term::Word(word)));
     }
 }
 
@@ -246,53 +328,22 @@ pub fn offer<T>(mut ranked: Vec<(T, f32)>, k: usize) -> Vec<(T, f32)> {
 pub(crate) struct IndexCache(Mutex<Option<(Arc<Catalog>, Arc<ToolIndex>)>>);
 
 impl IndexCache {
-    /// The index of `catalog`.
-    pub(crate) fn get(&self, catalog: &Arc<Catalog>) -> Arc<ToolIndex> {
+    /// The index of `catalog`, with the hints of `rules` (the same for every call).
+    pub(crate) fn get(
+        &self,
+        catalog: &Arc<Catalog>,
+        rules: &Arc<dyn ModelRules>,
+    ) -> Arc<ToolIndex> {
         let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((seen, index)) = &*cached
             && Arc::ptr_eq(seen, catalog)
         {
             return index.clone();
         }
-        let index = Arc::new(ToolIndex::new(catalog.iter()));
+        let index = Arc::new(ToolIndex::with_rules(catalog.iter(), rules.clone()));
         *cached = Some((catalog.clone(), index.clone()));
         index
     }
-}
-
-/// The words of the user's messages, the last at full weight, earlier ones at less.
-fn conversation_query(messages: &[Message]) -> HashMap<String, f32> {
-    let mut query = HashMap::new();
-    let mut weight = 1.0;
-    for message in messages.iter().rev() {
-        if let Message::User { text } = message {
-            add_query(&mut query, text, weight);
-            weight *= EARLIER_MESSAGE_WEIGHT;
-            if weight < 0.05 {
-                break;
-            }
-        }
-    }
-    query
-}
-
-/// Adds the words of `text` and the kinds of values it holds to `query` at `weight` (a word
-/// counts once, at its highest).
-fn add_query(query: &mut HashMap<String, f32>, text: &str, weight: f32) {
-    let mut add = |word: String| {
-        let entry = query.entry(word).or_insert(0.0);
-        *entry = entry.max(weight);
-    };
-    let (text, documents) = without_documents(text);
-    if documents {
-        add(JSON.to_owned());
-    }
-    for kind in value_kinds(&text) {
-        add(kind.to_owned());
-    }
-    for_each_inflected(&text, &mut add);
-    for_each_implied(&text, &mut add);
-    for_each_word(&text, add);
 }
 
 #[cfg(test)]
@@ -335,10 +386,10 @@ mod tests {
                 .first()
                 .map(|&(at, _)| index.name(at).to_owned())
         };
-        assert_eq!(best("Add 1234 and 5678.").as_deref(), Some("add"));
+        assert_eq!(best("please add 7 to 9").as_deref(), Some("add"));
         assert_eq!(best("multiply 3 by 4").as_deref(), Some("multiply"));
         assert_eq!(
-            best("What time is it in Tokyo?").as_deref(),
+            best("which time zone is Lima in").as_deref(),
             Some("current_time")
         );
         assert_eq!(best("Hi, who are you?"), None, "no tool fits a greeting");
@@ -400,11 +451,8 @@ mod tests {
                 .map(|(at, _)| checksums.name(at).to_owned())
                 .collect()
         };
-        assert_eq!(
-            offered("what's the crc32 of /data/prices.csv"),
-            ["checksum_file"]
-        );
-        assert_eq!(offered("crc32 of the text: toolhost")[0], "crc32");
+        assert_eq!(offered("crc32 for /srv/a.bin please"), ["checksum_file"]);
+        assert_eq!(offered("crc32 of this text: zebra")[0], "crc32");
     }
 
     #[test]
@@ -423,60 +471,6 @@ mod tests {
         );
         let ranked = index.rank_text("one sentence");
         assert_eq!(ranked.len(), 1, "`sentence` begins `sentences`: {ranked:?}");
-    }
-
-    #[test]
-    fn a_name_in_the_requests_own_form_ranks_first() {
-        // The real descriptions: both tools have "file" once stemmed.
-        let index = ToolIndex::new(&[
-            spec(
-                "read_file",
-                "Reads a small text file (for example /data/report.txt) and returns its text: \
-                 what it says, its contents.",
-                json!({}),
-            ),
-            spec(
-                "list_files",
-                "Lists the files and directories in a directory (for example /data), with \
-                 their sizes: what is in it.",
-                json!({}),
-            ),
-        ]);
-        let ranked = index.rank_text("What files are in /data?");
-        assert_eq!(index.name(ranked[0].0), "list_files", "{ranked:?}");
-        assert_eq!(offer(ranked, 3).len(), 1, "read_file is not offered");
-        let ranked = index.rank_text("which file says hello");
-        assert_eq!(index.name(ranked[0].0), "read_file", "{ranked:?}");
-    }
-
-    #[test]
-    fn a_place_counts_for_the_tools_that_take_one_and_a_weekday_for_the_day_of_the_week() {
-        let index = ToolIndex::new(&[
-            spec(
-                "current_weather",
-                "Current weather conditions.",
-                json!({"properties": {"city": {"type": "string"}}}),
-            ),
-            spec(
-                "current_time",
-                "Tells the current date, time and day of the week.",
-                json!({"properties": {"time_zone": {"type": ["string", "null"]}}}),
-            ),
-            spec("add", "Adds two numbers.", json!({})),
-        ]);
-        let ranked = index.rank_text("anything going on in Sydney?");
-        let mut names: Vec<&str> = ranked.iter().map(|&(at, _)| index.name(at)).collect();
-        names.sort_unstable();
-        assert_eq!(names, ["current_time", "current_weather"], "{ranked:?}");
-        assert!(index.rank_text("anything going on in sydney rock").len() == 2);
-        assert!(
-            index.rank_text("tell us more").is_empty(),
-            "no place: no tool"
-        );
-
-        let ranked = index.rank_text("Is it already Friday in Sydney?");
-        assert_eq!(index.name(ranked[0].0), "current_time", "{ranked:?}");
-        assert_eq!(offer(ranked, 3).len(), 1);
     }
 
     #[test]
@@ -527,7 +521,7 @@ mod tests {
         let messages = [
             Message::user("What's the weather in Oslo?"),
             Message::Assistant {
-                text: "Snow. What time is it there? I cannot tell.".into(),
+                text: "Snow. And the time there? I cannot tell.".into(),
                 tool_calls: vec![],
             },
             Message::user("and the time?"),

@@ -1,12 +1,19 @@
 //! The local model: llama.cpp's `llama-server` with Gemma 3 270M, started as a child process
-//! on a free 127.0.0.1 port with this project's chat template, and stopped with the host.
+//! on a free 127.0.0.1 port with this project's chat template, and stopped with the host; and
+//! the rules that make up for its size ([`SmallModelRules`]), which the tool loop applies
+//! through [`ModelRules`]:
+//! - selection hints (`selection_hints.rs`): places, weekdays, words as written;
+//! - its requests adapted (`adapt.rs`): parameters held to the values of the conversation
+//!   (`conversation_values.rs`), sampling against repetition when it answers, and its answer
+//!   to a tool's result held to one of the result's values (`answer_grammar.rs`).
 //!
 //! `just setup` (scripts/setup-local-llm.sh) builds the server and assembles the weights into
 //! the cache; see docs/local-model.md for the flags and why they are needed.
 
-mod answer;
-mod ground;
-mod held;
+mod adapt;
+mod answer_grammar;
+mod conversation_values;
+mod selection_hints;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -19,8 +26,9 @@ use tokio::process::{Child, Command};
 
 use futures::future::BoxFuture;
 
-use super::{ChatRequest, ChatResponse, LocalFormat, Provider, ProviderError};
+use super::{ChatRequest, ChatResponse, Hint, LocalFormat, ModelRules, Provider, ProviderError};
 use crate::process::die_with_parent;
+use crate::spec::ToolSpec;
 
 /// The chat template that teaches the base model to call tools (Hermes style, which
 /// llama-server's tool-call parser reads).
@@ -205,13 +213,11 @@ impl LocalServer {
 
 /// The local model as a [`Provider`]: the provider that talks to a [`LocalServer`], and the
 /// server itself, which stops when this is dropped (with the last clone of the `Arc` the
-/// agent holds).
+/// agent holds). Its [`rules`](Provider::rules) are [`SmallModelRules`].
 pub struct LocalModel {
     server: LocalServer,
     provider: Arc<dyn Provider>,
-    /// Whether the answers to tools' results are held to their values: only through the
-    /// OpenAI format, where llama-server takes a grammar (its Anthropic endpoint drops it).
-    holds_answers: bool,
+    rules: SmallModelRules,
 }
 
 impl LocalModel {
@@ -220,7 +226,7 @@ impl LocalModel {
         Self {
             server,
             provider,
-            holds_answers: format == LocalFormat::OpenAi,
+            rules: SmallModelRules::new(format),
         }
     }
 
@@ -240,10 +246,45 @@ impl Provider for LocalModel {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        match ground::adapted(request, self.holds_answers) {
-            Some(request) => Box::pin(async move { self.provider.chat(&request, on_text).await }),
-            None => self.provider.chat(request, on_text),
+        self.provider.chat(request, on_text)
+    }
+
+    fn rules(&self) -> Arc<dyn ModelRules> {
+        Arc::new(self.rules)
+    }
+}
+
+/// The rules of the local small model (Gemma 3 270M), which cannot find a tool, copy a value
+/// or state a result reliably on its own: tool selection gets hints (places, weekdays, words
+/// as written), and its requests get parameters held to the conversation's values, sampling
+/// against repetition on the rounds that answer, and answers held to a result's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmallModelRules {
+    /// Whether the answers to tools' results are held to their values: only through the
+    /// OpenAI format, where llama-server takes a grammar (its Anthropic endpoint drops it).
+    holds_answers: bool,
+}
+
+impl SmallModelRules {
+    /// The rules for the local model spoken to in `format`.
+    pub fn new(format: LocalFormat) -> Self {
+        Self {
+            holds_answers: format == LocalFormat::OpenAi,
         }
+    }
+}
+
+impl ModelRules for SmallModelRules {
+    fn tool_hints(&self, tool: &ToolSpec, add: &mut dyn FnMut(Hint, f32)) {
+        selection_hints::tool_hints(tool, add);
+    }
+
+    fn request_hints(&self, text: &str, add: &mut dyn FnMut(Hint)) {
+        selection_hints::request_hints(text, add);
+    }
+
+    fn adapt(&self, request: &ChatRequest) -> Option<ChatRequest> {
+        adapt::adapted(request, self.holds_answers)
     }
 }
 

@@ -1,29 +1,58 @@
-//! The words and values of tools and requests, as selection compares them: words split,
-//! lowercased, stemmed and common ones left out; example values kept out of descriptions; the
-//! kinds of values (numbers, paths, URLs, JSON) a request holds and a tool's required
+//! The terms selection ranks by ([`Term`]), and how tools and requests yield them: words
+//! split, lowercased, stemmed and common ones left out; example values kept out of
+//! descriptions; the kinds of values ([`ValueKind`]) a request holds and a tool's required
 //! parameters take.
 
 use serde_json::Value;
 
-use super::PARAMETER_WEIGHT;
-use crate::llm::documents;
-use crate::text::{stem, words};
+use crate::english::{is_common, stem, words};
+use crate::llm::{Hint, json_in_text};
 
-/// The kinds of values a request can hold and a required parameter can take, as the words
-/// that stand for them in the index (no real word starts with a control character).
-pub(super) const NUMBER: &str = "\u{1}number";
-pub(super) const PATH: &str = "\u{1}path";
-pub(super) const URL: &str = "\u{1}url";
-pub(super) const JSON: &str = "\u{1}json";
-/// A place the tz database knows: "Tokyo", "new york", "Brazil".
-pub(super) const PLACE: &str = "\u{1}place";
+/// How much a word counts in a tool's parameters (its name counts 3, its description 2).
+pub(super) const PARAMETER_WEIGHT: f32 = 1.0;
+
+/// What a tool and a request can share.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(super) enum Term {
+    /// A word, lowercased and stemmed.
+    Word(String),
+    /// A word as written (from a model's hints).
+    Form(String),
+    /// A kind of value.
+    Value(ValueKind),
+    /// A model's mark (from its hints).
+    Mark(&'static str),
+}
+
+impl From<Hint> for Term {
+    fn from(hint: Hint) -> Self {
+        match hint {
+            Hint::Word(word) => Self::Word(word),
+            Hint::Form(form) => Self::Form(form),
+            Hint::Mark(mark) => Self::Mark(mark),
+        }
+    }
+}
+
+/// A kind of value a request can hold and a required parameter can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum ValueKind {
+    /// A number standing alone; a `number` or `integer` parameter.
+    Number,
+    /// A file path; a string parameter named or described as a path, file or directory.
+    Path,
+    /// A URL; a string parameter named or described as one.
+    Url,
+    /// A JSON document; an `object` or `array` parameter, or a string described as JSON.
+    Json,
+}
 
 /// `text` with its JSON documents (objects and arrays such as `{"price": 39.5}`) cut out,
-/// and whether it held any. A document's keys and values are the data a request is about
-/// ("product", "price", 39.5), not what it asks for: left in, they drew `multiply` (its
-/// description says "product") to "get the price field from {"product": "lamp", ...}".
+/// and whether it held any. A document's keys and values are the data a request is about,
+/// not what it asks for: left in, a document's key that happens to be a word of some tool's
+/// description (a `product` field and a tool that multiplies) would draw that tool.
 pub(super) fn without_documents(text: &str) -> (String, bool) {
-    let found = documents(text);
+    let found = json_in_text(text);
     let mut kept = String::with_capacity(text.len());
     let mut at = 0;
     for (span, _) in &found {
@@ -38,7 +67,7 @@ pub(super) fn without_documents(text: &str) -> (String, bool) {
 /// The kinds of values written in `text` (its JSON documents cut out first, see
 /// [`without_documents`]): a number standing alone (`17`, `-2.5`, `1,000`), a path
 /// (`/data/report.txt`, `notes.md`), a URL.
-pub(super) fn value_kinds(text: &str) -> Vec<&'static str> {
+pub(super) fn value_kinds(text: &str) -> Vec<ValueKind> {
     let mut kinds = Vec::new();
     let mut found = |kind| {
         if !kinds.contains(&kind) {
@@ -50,36 +79,14 @@ pub(super) fn value_kinds(text: &str) -> Vec<&'static str> {
         let token = token.trim_start_matches(['(', '\'', '"']);
         let bare = token.trim_end_matches('.');
         if token.starts_with("http://") || token.starts_with("https://") {
-            found(URL);
+            found(ValueKind::Url);
         } else if is_number(bare) {
-            found(NUMBER);
+            found(ValueKind::Number);
         } else if is_path(bare) {
-            found(PATH);
+            found(ValueKind::Path);
         }
     }
-    if !toolhost_places::zones_named_in(text).is_empty() {
-        found(PLACE);
-    }
     kinds
-}
-
-/// Whether a tool takes a place: a parameter named for a city, a country, a location or a
-/// time zone ("city", "time_zone", "target_timezone", "tz"), required or not.
-pub(super) fn takes_place(schema: &Value) -> bool {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return false;
-    };
-    properties.keys().any(|name| {
-        let name: String = name
-            .to_lowercase()
-            .chars()
-            .filter(char::is_ascii_alphanumeric)
-            .collect();
-        name == "tz"
-            || ["city", "country", "location", "place", "timezone"]
-                .iter()
-                .any(|word| name.ends_with(word))
-    })
 }
 
 fn is_number(token: &str) -> bool {
@@ -109,7 +116,7 @@ fn is_path(token: &str) -> bool {
 
 /// The kinds of values a tool's required parameters take (a kind per parameter, so two
 /// required numbers count twice).
-pub(super) fn required_kinds(schema: &Value) -> Vec<&'static str> {
+pub(super) fn required_kinds(schema: &Value) -> Vec<ValueKind> {
     let (Some(properties), Some(required)) = (
         schema.get("properties").and_then(Value::as_object),
         schema.get("required").and_then(Value::as_array),
@@ -127,11 +134,11 @@ pub(super) fn required_kinds(schema: &Value) -> Vec<&'static str> {
             _ => vec![],
         };
         if types.iter().any(|t| *t == "number" || *t == "integer") {
-            kinds.push(NUMBER);
+            kinds.push(ValueKind::Number);
             continue;
         }
         if types.iter().any(|t| *t == "object" || *t == "array") {
-            kinds.push(JSON);
+            kinds.push(ValueKind::Json);
             continue;
         }
         let description = property.get("description").and_then(Value::as_str);
@@ -142,11 +149,11 @@ pub(super) fn required_kinds(schema: &Value) -> Vec<&'static str> {
                 .any(|w| words.contains(&w))
         };
         if says(&["url", "uri", "link"]) {
-            kinds.push(URL);
+            kinds.push(ValueKind::Url);
         } else if says(&["json"]) {
-            kinds.push(JSON);
+            kinds.push(ValueKind::Json);
         } else if says(&["path", "file", "dir", "directory", "folder"]) {
-            kinds.push(PATH);
+            kinds.push(ValueKind::Path);
         }
     }
     kinds
@@ -177,10 +184,10 @@ pub(super) fn parameter_text(schema: &Value, add: &mut impl FnMut(&str, f32), de
     }
 }
 
-/// `text` without its example values: quoted text, paths and code ("such as \"New York\"",
-/// "e.g. 'Asia/Tokyo'", "for example /data/report.txt", "such as items[0].name") say what a
+/// `text` without its example values: quoted text, paths and code ("such as \"Springfield\"",
+/// "e.g. 'Europe/Oslo'", "for example /data/report.txt", "such as items[0].name") say what a
 /// value may look like, not what the tool does, and would draw every request that mentions
-/// New York, Tokyo or that file.
+/// that town, zone or file.
 pub(super) fn without_examples(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
     for token in unquoted(text).split_whitespace() {
@@ -194,7 +201,7 @@ pub(super) fn without_examples(text: &str) -> String {
     kept
 }
 
-/// `text` with its quoted parts blanked: "New York", 'Asia/Tokyo', “Tokyo”, ‘UTC’. A single
+/// `text` with its quoted parts blanked: "Springfield", 'Europe/Oslo', “Oslo”, ‘UTC’. A single
 /// quote opens only at the start of a word, so the apostrophe of "the tool's" is no quote.
 fn unquoted(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
@@ -242,50 +249,12 @@ fn is_code(token: &str) -> bool {
             .is_some_and(|(a, b)| !a.is_empty() && !b.is_empty())
 }
 
-/// The names of the days of the week.
-const WEEKDAYS: &[&str] = &[
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
-
-/// Calls `f` with the words `text` implies without writing them: a weekday's name is a
-/// "day" of the "week" ("Is it Friday in Sydney?" is about the day of the week).
-pub(super) fn for_each_implied(text: &str, mut f: impl FnMut(String)) {
-    let weekday = text
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|token| WEEKDAYS.contains(&token.to_lowercase().as_str()));
-    if weekday {
-        f(stem("day"));
-        f(stem("week"));
-    }
-}
-
-/// Calls `f` with each inflected word of `text` as written ("files", not "file"), marked
-/// with a leading "=": where a tool's name has the very form a request uses, it fits
-/// better than one with the word's stem alone ("what files" -> list_files over read_file).
-pub(super) fn for_each_inflected(text: &str, mut f: impl FnMut(String)) {
-    for token in text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-    {
-        let token = token.to_lowercase();
-        if !STOP_WORDS.contains(&token.as_str()) && stem(&token) != token {
-            f(format!("={token}"));
-        }
-    }
-}
-
 /// Calls `f` with every indexed word of `text`: lowercase runs of letters or digits, a run
 /// of both also split where letters meet digits, common words left out, each stemmed.
 pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
     for token in words(text) {
         let mut emit = |word: &str| {
-            if !STOP_WORDS.contains(&word) {
+            if !is_common(word) {
                 f(stem(word));
             }
         };
@@ -307,21 +276,9 @@ pub(super) fn for_each_word(text: &str, mut f: impl FnMut(String)) {
     }
 }
 
-/// Words that say nothing about which tool fits (English function words, and the words of
-/// asking itself).
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
-    "can", "could", "did", "do", "does", "for", "from", "give", "had", "has", "have", "he", "her",
-    "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me",
-    "much", "my", "need", "no", "not", "now", "of", "on", "one", "or", "our", "please", "s", "she",
-    "should", "show", "so", "some", "such", "t", "tell", "than", "that", "the", "their", "them",
-    "then", "there", "these", "they", "this", "those", "to", "too", "us", "use", "was", "we",
-    "were", "what", "when", "where", "which", "who", "whose", "why", "will", "with", "would",
-    "you", "your",
-];
-
 #[cfg(test)]
 mod tests {
+    use super::ValueKind::{Json, Number, Path, Url};
     use super::*;
     use serde_json::json;
 
@@ -348,14 +305,14 @@ mod tests {
 
     #[test]
     fn values_in_the_request_and_the_kinds_required_parameters_take() {
-        assert_eq!(value_kinds("what's 17 times 23"), [NUMBER]);
-        assert_eq!(value_kinds("read /data/report.txt, please"), [PATH]);
-        assert_eq!(value_kinds("sum of report.csv"), [PATH]);
-        assert_eq!(value_kinds("get https://example.com/a.json"), [URL]);
+        assert_eq!(value_kinds("what is 8 minus 5"), [Number]);
+        assert_eq!(value_kinds("read /data/report.txt, please"), [Path]);
+        assert_eq!(value_kinds("sum of report.csv"), [Path]);
+        assert_eq!(value_kinds("get https://example.com/a.json"), [Url]);
         assert!(value_kinds("mail bob@example.com about sha256").is_empty());
         assert_eq!(
-            without_documents(r#"get the price from {"product": "lamp", "price": 39.5}?"#),
-            ("get the price from  ?".to_owned(), true),
+            without_documents(r#"which size in {"item": "desk", "size": 2}?"#),
+            ("which size in  ?".to_owned(), true),
             "the document's words and numbers are cut out"
         );
         assert_eq!(
@@ -379,12 +336,12 @@ mod tests {
             "rows": {"type": ["array", "string"]}}});
         assert_eq!(
             required_kinds(&rows),
-            [JSON],
+            [Json],
             "a parameter taking arrays takes a document"
         );
-        assert_eq!(required_kinds(&numbers), [NUMBER, NUMBER]);
-        assert_eq!(required_kinds(&file), [PATH], "`top` is optional");
-        assert_eq!(required_kinds(&page), [URL, JSON]);
+        assert_eq!(required_kinds(&numbers), [Number, Number]);
+        assert_eq!(required_kinds(&file), [Path], "`top` is optional");
+        assert_eq!(required_kinds(&page), [Url, Json]);
         assert!(required_kinds(&text).is_empty());
     }
 }

@@ -1,8 +1,8 @@
 //! The local model's answer to a tool's result, held to the values the result holds.
 //!
-//! Answering freely from a result, the 270M model copies numbers wrongly ("689706,486.4865486531"
-//! for 689706.4865324959, "2026-12-24" for 2026-11-24, "51677104" for 51677084) and picks a
-//! value that answers nothing ("The result is 11." for a SHA-256: the byte count). Here its
+//! Answering freely from a result, the 270M model copies values wrongly (digits moved,
+//! doubled or changed, a date's month off by one, a separator where there was none) and
+//! picks a value that answers nothing (the byte count of a text, asked for its hash). Here its
 //! answer is held, through the server's grammar, to one sentence stating one value of the
 //! result, exactly as the result has it: "The checksum is b94d27b9....", "The time is
 //! 04:02:20.". Where the question names some of the result's fields ("What time ...",
@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::text::{stem, words};
+use crate::english::{stem, words};
 
 /// A value longer than this is not offered (the model would have to copy it whole).
 const MAX_VALUE_CHARS: usize = 600;
@@ -98,8 +98,8 @@ fn candidates(result: &str) -> Vec<Candidate> {
     }
 }
 
-/// A field's name in words, and the unit its last word stands for ("temperature_c" is
-/// "temperature" in °C).
+/// A field's name in words, and the unit its last word stands for, by the common convention
+/// of naming a field after its unit ("speed_kmh" is "speed" in km/h).
 fn label(key: &str) -> (String, Option<&'static str>) {
     let words: Vec<String> = key
         .split(|c: char| c == '_' || c == '-' || c.is_whitespace())
@@ -135,18 +135,16 @@ fn scalar(value: &Value) -> Option<String> {
     short(&text).then_some(text)
 }
 
-/// The items of a list, joined: scalars as they are, objects by their name-like field
-/// (`name`, `title`, `path`, ...; else their first string).
+/// The items of a list, joined: scalars as they are, objects by the field that tells them
+/// apart ([`telling_field`]; else their first string).
 fn listed(items: &[Value]) -> Option<String> {
-    const NAMES: [&str; 8] = [
-        "name", "title", "path", "word", "match", "id", "value", "text",
-    ];
+    let telling = telling_field(items);
     let parts = items
         .iter()
         .map(|item| match item {
-            Value::Object(fields) => NAMES
-                .iter()
-                .find_map(|name| fields.get(*name).and_then(Value::as_str))
+            Value::Object(fields) => telling
+                .and_then(|key| fields.get(key))
+                .and_then(Value::as_str)
                 .or_else(|| fields.values().find_map(Value::as_str))
                 .map(str::to_owned),
             other => scalar(other),
@@ -154,6 +152,32 @@ fn listed(items: &[Value]) -> Option<String> {
         .collect::<Option<Vec<String>>>()?;
     let joined = parts.join(", ");
     short(&joined).then_some(joined)
+}
+
+/// Of the string fields every object of `items` has, the one whose values differ most from
+/// item to item (what names each item, rather than what sorts them into kinds); between
+/// equals, the one whose values are longest. `None` when the items are not such objects.
+fn telling_field(items: &[Value]) -> Option<&str> {
+    let objects: Vec<&serde_json::Map<String, Value>> =
+        items.iter().map(Value::as_object).collect::<Option<_>>()?;
+    let first = objects.first()?;
+    first
+        .keys()
+        .filter_map(|key| {
+            let values: Vec<&str> = objects
+                .iter()
+                .map(|object| object.get(key).and_then(Value::as_str))
+                .collect::<Option<_>>()?;
+            let mut distinct = values.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let length: usize = values.iter().map(|value| value.chars().count()).sum();
+            Some((key.as_str(), distinct.len(), length))
+        })
+        // The first of the best, in the order of the fields.
+        .rev()
+        .max_by_key(|&(_, distinct, length)| (distinct, length))
+        .map(|(key, ..)| key)
 }
 
 fn short(text: &str) -> bool {
@@ -190,8 +214,8 @@ fn kept_if_any(candidates: Vec<Candidate>, kept: impl Fn(&Candidate) -> bool) ->
 }
 
 /// The candidates whose value has the shape the question asks for, if any has: a clock
-/// time for "time" (mcp-server-time answers "What time is it" with a `datetime` field, next
-/// to a `timezone` one), a date for "date", a number for "how many" or "how much".
+/// time for "time" (mcp-server-time answers a question of the time with a `datetime` field,
+/// next to a `timezone` one), a date for "date", a number for "how many" or "how much".
 fn shaped(asked: &[String], candidates: Vec<Candidate>) -> Vec<Candidate> {
     let asks = |word: &str| asked.iter().any(|a| a == word);
     let how_many = asked
@@ -258,12 +282,12 @@ mod tests {
     fn a_named_field_is_the_only_choice() {
         let result = r#"{"date":"2026-11-24","time":"04:02:20","time_zone":"Asia/Tokyo"}"#;
         assert_eq!(
-            grammar("What time is it in Tokyo?", result).unwrap(),
+            grammar("Tell me the time in Lima.", result).unwrap(),
             "root ::= \"The time is 04:02:20.\"\n"
         );
         let stats = r#"{"words": 9, "unique_words": 8, "sentences": 0}"#;
         assert_eq!(
-            grammar("How many words are in this sentence: a b", stats).unwrap(),
+            grammar("Count how many words there are: a b", stats).unwrap(),
             "root ::= \"The words is 9.\"\n"
         );
         assert_eq!(
@@ -278,7 +302,7 @@ mod tests {
         let now = r#"{"timezone": "Asia/Tokyo", "datetime": "2026-11-24T07:32:11+09:00",
             "day_of_week": "Tuesday", "is_dst": false}"#;
         assert_eq!(
-            grammar("What time is it in Tokyo?", now).unwrap(),
+            grammar("Tell me the time in Lima.", now).unwrap(),
             "root ::= \"The datetime is 2026-11-24T07:32:11+09:00.\"\n"
         );
         let stats = r#"{"path": "/data/a.txt", "lines": 3}"#;
@@ -295,7 +319,7 @@ mod tests {
     fn every_field_when_the_question_names_none() {
         let weather = r#"{"condition":"Clear","temperature_c":34.0,"wind_kmh":9.5}"#;
         assert_eq!(
-            grammar("how hot is it in Cairo?", weather).unwrap(),
+            grammar("is it warm in Cairo?", weather).unwrap(),
             "root ::= \"The condition is Clear.\" | \"The temperature is 34 °C.\" | \
              \"The wind is 9.5 km/h.\"\n"
         );
@@ -319,9 +343,18 @@ mod tests {
             grammar("show it", "Report\n\n\"Sales\" rose.\n").unwrap(),
             "root ::= \"The result is Report\\n\\n\\\"Sales\\\" rose.\"\n"
         );
+        assert_eq!(
+            grammar(
+                "what is there?",
+                r#"[{"kind": "file", "name": "notes.txt"}]"#
+            )
+            .unwrap(),
+            "root ::= \"The result is notes.txt.\"\n",
+            "one item: its longest string says most"
+        );
         let matches = r#"{"count": 2, "matches": [{"match": "a@b.c"}, {"match": "d@e.f"}]}"#;
         assert_eq!(
-            grammar("find all email addresses in: ...", matches).unwrap(),
+            grammar("list the emails in: ...", matches).unwrap(),
             "root ::= \"The count is 2.\" | \"The matches are a@b.c, d@e.f.\"\n"
         );
     }

@@ -1,5 +1,6 @@
-//! Words of English text, as the tool selection and the local model's answers compare them: runs
-//! of letters or digits, lowercased, and a crude stem so that a word's forms meet.
+//! English words and their stems: a text split into its words (runs of letters or digits,
+//! lowercased), and a crude stem so that a word's forms meet. Tool selection ranks tools by
+//! them; the local model's rules compare a question's words with a result's fields by them.
 
 /// The words of `text`: its runs of letters or digits, lowercased (`"SHA-256 of it?"` ->
 /// `sha`, `256`, `of`, `it`).
@@ -45,6 +46,24 @@ pub(crate) fn stem(word: &str) -> String {
     }
     w
 }
+
+/// Whether `word` (lowercased) says nothing about what is asked: an English function word
+/// ("the", "of", "which") or a word of asking itself ("please", "tell", "show").
+pub(crate) fn is_common(word: &str) -> bool {
+    COMMON.contains(&word)
+}
+
+/// The words of [`is_common`].
+const COMMON: &[&str] = &[
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
+    "can", "could", "did", "do", "does", "for", "from", "give", "had", "has", "have", "he", "her",
+    "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "me",
+    "much", "my", "need", "no", "not", "now", "of", "on", "one", "or", "our", "please", "s", "she",
+    "should", "show", "so", "some", "such", "t", "tell", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "those", "to", "too", "us", "use", "was", "we",
+    "were", "what", "when", "where", "which", "who", "whose", "why", "will", "with", "would",
+    "you", "your",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,10 @@
 //! The values of a conversation that the local model's tool parameters may be held to (see
-//! [`ground`](super::ground)): the documents it quotes or a tool returned, the time zones of
+//! [`adapt`](super::adapt)): the documents it quotes or a tool returned, the time zones of
 //! the places it names, the texts and names its latest request gives.
 
 use serde_json::{Map, Value};
 
-use crate::llm::{Message, documents};
+use crate::llm::{Message, json_in_text};
 
 /// Documents longer than this are not offered as values: the server's grammar would hold
 /// them whole, and a model copies a short document, not a long one.
@@ -111,7 +111,7 @@ fn takes_name(name: &str) -> bool {
 }
 
 /// The names a request could give: each run of one to three of its words, without the marks
-/// around them ("titled groceries saying: buy milk." gives "groceries").
+/// around them ("titled chores saying: fix door." gives "chores").
 fn request_names(text: &str) -> Vec<Value> {
     const MAX_NAME_WORDS: usize = 3;
     let words: Vec<&str> = text
@@ -138,8 +138,8 @@ fn request_names(text: &str) -> Vec<Value> {
 }
 
 /// The texts request `text` could give a tool: its quoted parts; what follows each of
-/// its words, as written and without the sentence's closing mark ("of hello world?" gives
-/// "hello world"), or, in a long request, what follows a colon and the request whole; and
+/// its words, as written and without the sentence's closing mark ("of good night?" gives
+/// "good night"), or, in a long request, what follows a colon and the request whole; and
 /// what tools returned `since` it.
 fn request_texts(text: &str, since: &[Message]) -> Vec<Value> {
     let mut texts: Vec<String> = Vec::new();
@@ -199,7 +199,7 @@ fn conversation_zones(messages: &[Message]) -> Vec<Value> {
     let mut zones: Vec<Value> = Vec::new();
     for message in messages.iter().rev() {
         if let Message::User { text } = message {
-            for zone in toolhost_places::zones_named_in(text) {
+            for zone in toolhost_place_zones::zones_named_in(text) {
                 let zone = Value::String(zone);
                 if !zones.contains(&zone) {
                     zones.push(zone);
@@ -224,7 +224,7 @@ fn conversation_documents(messages: &[Message]) -> Vec<Value> {
             } => content,
             _ => continue,
         };
-        for (span, document) in documents(text) {
+        for (span, document) in json_in_text(text) {
             if span.len() <= MAX_DOCUMENT_BYTES && !held.contains(&document) {
                 held.push(document);
             }

@@ -55,9 +55,9 @@ const CONNECTORS: &[&str] = &[
 /// none, since the host may hold a model's time-zone argument to these.
 ///
 /// ```
-/// let zones = toolhost_places::zones_named_in("What time is it in Tokyo? And in new york?");
+/// let zones = toolhost_place_zones::zones_named_in("What time is it in Tokyo? And in new york?");
 /// assert_eq!(zones, ["Asia/Tokyo", "America/New_York"]);
-/// assert!(toolhost_places::zones_named_in("tell us the time").is_empty());
+/// assert!(toolhost_place_zones::zones_named_in("tell us the time").is_empty());
 /// ```
 pub fn zones_named_in(text: &str) -> Vec<String> {
     let places = Places::get();
