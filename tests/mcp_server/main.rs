@@ -5,6 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
+mod abuse;
 mod cancel;
 mod http;
 mod peers;

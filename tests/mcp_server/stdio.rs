@@ -27,7 +27,8 @@ async fn initialize_says_toolhost_with_tools_and_logging_only() {
     assert_eq!(result["protocolVersion"], "2025-11-25");
     assert_eq!(
         result["capabilities"],
-        json!({ "logging": {}, "tools": {} })
+        // Tools that load after `initialize` (a first start) are announced.
+        json!({ "logging": {}, "tools": { "listChanged": true } })
     );
     let pong = server.request("ping", json!({})).await;
     assert_eq!(pong["result"], json!({}));

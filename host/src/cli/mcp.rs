@@ -43,9 +43,55 @@ pub struct McpArgs {
     #[arg(long, requires = "listen")]
     stateless: bool,
 
-    /// The largest request, like 4MiB
+    /// The largest request, like 4MiB (over HTTP, a larger declared body is refused with 413
+    /// before it is read)
     #[arg(long, value_name = "SIZE", default_value = "4MiB")]
     max_request: ByteSize,
+
+    /// HTTP: how long a client may take to send a request's headers, then its body, and how
+    /// long an idle connection stays open; a body cut off gets 408
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        requires = "listen"
+    )]
+    read_timeout: HumanDuration,
+
+    /// HTTP: the most connections served at once; past it a request gets 503 (GET /health
+    /// still answers)
+    #[arg(long, value_name = "N", default_value_t = 512, requires = "listen")]
+    max_connections: usize,
+
+    /// HTTP: the most sessions kept at once; past it `initialize` gets 503
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "listen")]
+    max_sessions: usize,
+
+    /// HTTP: how long a session may stay idle before it ends (its client gets 404 and starts
+    /// a new one)
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "2m",
+        requires = "listen"
+    )]
+    session_idle_timeout: HumanDuration,
+
+    /// stdio: how many answers may wait for the client to read them before the server stops
+    /// reading requests
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 256,
+        conflicts_with = "listen"
+    )]
+    max_pending: usize,
+
+    /// How long to wait for the tools to load (a first start compiles components, which may
+    /// take minutes) before serving; past it, the server answers at once with no tools and
+    /// announces them when loaded (notifications/tools/list_changed)
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    ready_wait: HumanDuration,
 
     /// On SIGTERM, how long calls in flight may take to finish before they are cancelled
     #[arg(long, value_name = "DURATION", default_value = "10s")]
@@ -76,17 +122,27 @@ impl McpArgs {
                 pass_meta: self.pass_meta.iter().cloned().collect(),
             });
         host = tools_of(host, &self.target, &self.grants)?;
-        let server = McpServer::new(Arc::new(host.build().await?));
+        let (server, failed) = start(host, self.ready_wait.0).await?;
+        // Serving stops on SIGTERM, or when the tools fail to load after it began.
+        let stop = async {
+            tokio::select! {
+                () = server::terminated() => {}
+                _ = failed.notified() => {}
+            }
+        };
         let max_request = usize::try_from(self.max_request.0).unwrap_or(usize::MAX);
         let grace = self.shutdown_timeout.0;
         match self.listen {
             None => {
-                tracing::info!("serving {} tools on stdio", server.tool_count());
+                if server.is_loaded() {
+                    tracing::info!("serving {} tools on stdio", server.tool_count());
+                }
                 let options = StdioOptions {
                     max_message: max_request,
                     shutdown_grace: grace,
+                    max_pending: self.max_pending,
                 };
-                server::serve_stdio(server, options, server::terminated()).await?;
+                server::serve_stdio(server, options, stop).await?;
             }
             Some(address) => {
                 let listener = tokio::net::TcpListener::bind(address)
@@ -99,6 +155,10 @@ impl McpArgs {
                     token,
                     stateless: self.stateless,
                     max_body: max_request,
+                    read_timeout: self.read_timeout.0,
+                    max_connections: self.max_connections,
+                    max_sessions: self.max_sessions,
+                    session_idle_timeout: self.session_idle_timeout.0,
                     shutdown_grace: grace,
                 };
                 if !bound.ip().is_loopback() && options.allowed_hosts.is_empty() {
@@ -109,14 +169,74 @@ impl McpArgs {
                     );
                 }
                 // Printed whatever the log level: it is how a caller learns a port-0 address.
-                eprintln!(
-                    "serving {} tools over MCP at http://{bound}/mcp",
-                    server.tool_count()
-                );
-                server::serve_http(server, listener, options, server::terminated()).await?;
+                if server.is_loaded() {
+                    eprintln!(
+                        "serving {} tools over MCP at http://{bound}/mcp",
+                        server.tool_count()
+                    );
+                } else {
+                    eprintln!(
+                        "serving over MCP at http://{bound}/mcp (the tools are still loading)"
+                    );
+                }
+                server::serve_http(server, listener, options, stop).await?;
             }
         }
-        Ok(ExitStatus::Success)
+        match failed.take() {
+            Some(error) => Err(error),
+            // Stopped as asked (the client closed stdin, or SIGTERM): 0.
+            None => Ok(ExitStatus::Success),
+        }
+    }
+}
+
+/// Starts loading `host`'s tools, and serves them once loaded, or after `wait` whatever
+/// remains to load (compiling big components on a first start takes minutes, and an MCP
+/// client gives up long before): the server then announces the tools when they are loaded.
+/// A failure within `wait` is returned; one after it ends serving, through the
+/// [`LoadFailure`].
+async fn start(
+    host: toolhost::HostBuilder,
+    wait: std::time::Duration,
+) -> anyhow::Result<(McpServer, Arc<LoadFailure>)> {
+    let failed = Arc::new(LoadFailure::default());
+    let mut build = tokio::spawn(host.build());
+    let Ok(joined) = tokio::time::timeout(wait, &mut build).await else {
+        tracing::info!("the tools are still loading: serving now, announcing them later");
+        let server = McpServer::loading();
+        let (loading, failure) = (server.clone(), failed.clone());
+        tokio::spawn(async move {
+            match build.await {
+                Ok(Ok(host)) => loading.loaded(Arc::new(host)).await,
+                Ok(Err(error)) => failure.set(error.into()),
+                Err(error) => failure.set(error.into()),
+            }
+        });
+        return Ok((server, failed));
+    };
+    let host = joined.context("loading the tools stopped")??;
+    Ok((McpServer::new(Arc::new(host)), failed))
+}
+
+/// A failure to load the tools after serving began, which ends serving.
+#[derive(Default)]
+struct LoadFailure {
+    error: std::sync::Mutex<Option<anyhow::Error>>,
+    notify: tokio::sync::Notify,
+}
+
+impl LoadFailure {
+    fn set(&self, error: anyhow::Error) {
+        *self.error.lock().unwrap_or_else(|e| e.into_inner()) = Some(error);
+        self.notify.notify_one();
+    }
+
+    fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.notify.notified()
+    }
+
+    fn take(&self) -> Option<anyhow::Error> {
+        self.error.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 

@@ -111,8 +111,9 @@ enum Command {
     /// --http
     ///
     /// On stdio, stdout carries only JSON-RPC; logs and the tools' output go to stderr (and,
-    /// line by line, to the client as logging notifications). SIGTERM stops taking calls and
-    /// lets those running finish (up to --shutdown-timeout).
+    /// line by line, to the client as logging notifications). SIGTERM stops taking calls,
+    /// lets those running finish (up to --shutdown-timeout) and exits 0: a stop asked for and
+    /// done cleanly (other commands exit 143 on SIGTERM).
     ///
     /// Examples:
     ///   host mcp example-tools/toolhost.toml

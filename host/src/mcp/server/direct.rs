@@ -22,8 +22,8 @@ use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    JsonRpcMessage, LoggingMessageNotification, ProtocolVersion, RequestId, ServerNotification,
-    ServerResult,
+    JsonRpcMessage, LoggingMessageNotification, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerNotification, ServerResult,
 };
 use rmcp::service::TxJsonRpcMessage;
 use serde::Deserialize;
@@ -32,7 +32,7 @@ use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::lines::{encode_line, write_lines};
+use super::lines::{Output, encode_line};
 use super::{McpServer, ToolCall, lock};
 use crate::arguments::Arguments;
 
@@ -65,7 +65,7 @@ pub(super) struct DirectCalls<W> {
 
 struct Shared<W> {
     server: McpServer,
-    output: Arc<tokio::sync::Mutex<W>>,
+    output: Arc<Output<W>>,
     /// The calls running, by request id, to cancel them.
     running: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Cancels every call when the session ends.
@@ -81,7 +81,7 @@ where
     /// for a revision whose results rmcp shapes otherwise (2026-07-28 and later).
     pub(super) fn new(
         server: McpServer,
-        output: Arc<tokio::sync::Mutex<W>>,
+        output: Arc<Output<W>>,
         version: &ProtocolVersion,
     ) -> Option<Self> {
         if version.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
@@ -119,6 +119,7 @@ where
             None => Arguments::empty(),
         };
         tracing::debug!(id = %call.id, "tools/call served directly");
+        self.shared.output.owe(&call.id);
         let name = call.params.name.into_owned();
         let id = call.id;
         let cancelled = self.shared.stop.child_token();
@@ -143,7 +144,10 @@ where
                 tokio::spawn(serve);
             }
             // As a task's panic would: that call gets no answer, the session goes on.
-            Err(_) => tracing::error!("a tools/call panicked; it gets no answer"),
+            Err(_) => {
+                tracing::error!("a tools/call panicked; it gets no answer");
+                self.shared.output.settle(&running_id);
+            }
         }
         true
     }
@@ -193,7 +197,7 @@ where
             id: &id,
             name: &name,
             arguments: &arguments,
-            context: self.server.context(&id, &Default::default()),
+            meta: &RequestMetaObject::default(),
             level: self.server.level(),
             cancelled: &cancelled,
         };
@@ -207,6 +211,7 @@ where
         }
         // A cancelled request gets no answer.
         if cancelled.is_cancelled() {
+            self.output.settle(&id);
             return;
         }
         let mut lines = Vec::with_capacity(512);
@@ -224,14 +229,20 @@ where
                 let mut result = ServerResult::CallToolResult(result);
                 result.strip_result_type_for_legacy_peer();
                 result.strip_non_object_output_for_legacy_peer();
-                JsonRpcMessage::response(result, id)
+                JsonRpcMessage::response(result, id.clone())
             }
-            Err(error) => JsonRpcMessage::error(error, Some(id)),
+            Err(error) => JsonRpcMessage::error(error, Some(id.clone())),
         };
         push_line(&mut lines, &message);
-        if let Err(error) = write_lines(&self.output, &lines).await {
+        // A session that stops while the client does not read does not wait for it.
+        let written = tokio::select! {
+            written = self.output.write_lines(&lines) => written,
+            () = self.stop.cancelled() => Ok(()),
+        };
+        if let Err(error) = written {
             tracing::debug!("cannot answer a call: {error}");
         }
+        self.output.settle(&id);
     }
 }
 

@@ -1,6 +1,8 @@
 //! MCP over Streamable HTTP: rmcp's service at `/mcp`, behind toolhost's own front:
 //! `GET /health`, a bearer token, a body limit, JSON-RPC errors for bodies that are not
-//! JSON, cancel-on-disconnect for session-mode calls, and a graceful shutdown.
+//! JSON-RPC, cancel-on-disconnect for session-mode calls, and a graceful shutdown. Everything
+//! a peer can make the server hold is bounded ([`HttpOptions`]): connections, the time to send
+//! headers and body, the body's size, sessions and their idle time.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,6 +16,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -57,7 +60,7 @@ pub async fn serve_http(
     let mcp = mcp_service(&server, local, &options, stop.clone());
     let router = Arc::new(Router::new(mcp, server.clone(), &options));
     let closing = CancellationToken::new();
-    let connections = accept(listener, &router, &closing, shutdown).await;
+    let connections = accept(listener, &router, &options, &closing, shutdown).await;
     tracing::info!("stopped accepting connections");
     let deadline = Instant::now() + options.shutdown_grace;
     if server.drain(options.shutdown_grace).await {
@@ -117,29 +120,45 @@ fn mcp_service(
             config,
         ))
     } else {
-        Mcp::Sessions(StreamableHttpService::new(
-            factory,
-            Arc::new(LocalSessionManager::default()),
-            config,
-        ))
+        let mut sessions = LocalSessionManager::default();
+        sessions.session_config.keep_alive = Some(options.session_idle_timeout);
+        let sessions = Arc::new(sessions);
+        Mcp::Sessions(
+            StreamableHttpService::new(factory, sessions.clone(), config),
+            sessions,
+        )
     }
 }
 
 /// Accepts connections on `listener` and serves each with `router` until `shutdown`
 /// completes; returns the connections still open, which close when `closing` is cancelled.
+/// Past [`HttpOptions::max_connections`], a connection is only told the server is busy (or
+/// answered `/health`); past [`BUSY_CONNECTIONS`] more, it is closed at once.
 async fn accept(
     listener: TcpListener,
     router: &Arc<Router>,
+    options: &HttpOptions,
     closing: &CancellationToken,
     shutdown: impl Future<Output = ()>,
 ) -> TaskTracker {
     let connections = TaskTracker::new();
+    let served = Arc::new(Semaphore::new(options.max_connections));
+    let refused = Arc::new(Semaphore::new(BUSY_CONNECTIONS));
+    let timeout = options.read_timeout;
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(connection(stream, router.clone(), closing.clone()));
+                    if let Ok(permit) = served.clone().try_acquire_owned() {
+                        let connection =
+                            connection(stream, router.clone(), timeout, closing.clone(), permit);
+                        connections.spawn(connection);
+                    } else if let Ok(permit) = refused.clone().try_acquire_owned() {
+                        connections.spawn(busy(stream, router.clone(), timeout, permit));
+                    } else {
+                        tracing::debug!("too many connections: one closed unanswered");
+                    }
                 }
                 Err(error) => {
                     // Out of file descriptors, say: wait a little rather than spin.
@@ -153,8 +172,14 @@ async fn accept(
     connections
 }
 
-/// One connection, until it closes, or until the server closes.
-async fn connection(stream: TcpStream, router: Arc<Router>, closing: CancellationToken) {
+/// One connection, until it closes, or until the server closes; it holds `_permit`.
+async fn connection(
+    stream: TcpStream,
+    router: Arc<Router>,
+    read_timeout: Duration,
+    closing: CancellationToken,
+    _permit: OwnedSemaphorePermit,
+) {
     // An answer goes out in pieces (headers, then SSE events): without this, Nagle's
     // algorithm holds the last piece until the client's delayed ACK, 40 ms later.
     if let Err(error) = stream.set_nodelay(true) {
@@ -166,6 +191,7 @@ async fn connection(stream: TcpStream, router: Arc<Router>, closing: Cancellatio
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout)
         .serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     let result = tokio::select! {
@@ -179,3 +205,32 @@ async fn connection(stream: TcpStream, router: Arc<Router>, closing: Cancellatio
         tracing::debug!("connection ended: {error}");
     }
 }
+
+/// A connection past the cap: one request, answered 503 (but `/health` as usual), then
+/// closed.
+async fn busy(
+    stream: TcpStream,
+    router: Arc<Router>,
+    read_timeout: Duration,
+    _permit: OwnedSemaphorePermit,
+) {
+    let service = hyper::service::service_fn(move |request| {
+        let router = router.clone();
+        async move { Ok::<_, Infallible>(router.busy(&request).await) }
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(read_timeout.min(BUSY_READ_TIMEOUT))
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), service);
+    if let Err(error) = connection.await {
+        tracing::debug!("connection past the cap ended: {error}");
+    }
+}
+
+/// How many connections past the cap are answered (503, or `/health`) at once: few, so that
+/// the cap and these stay well under the common limit of 1,024 open files.
+const BUSY_CONNECTIONS: usize = 64;
+
+/// How long a connection past the cap may take to send its headers.
+const BUSY_READ_TIMEOUT: Duration = Duration::from_secs(2);

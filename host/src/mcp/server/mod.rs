@@ -24,6 +24,11 @@
 //! text. What the tool wrote to stdout and stderr goes to the client as logging
 //! notifications, one per line. A cancelled request (`notifications/cancelled`, or a closed
 //! HTTP stream) drops the call, which drops its instance at the next epoch tick.
+//!
+//! A server can start before its host is loaded ([`McpServer::loading`]): it answers
+//! `initialize` at once, lists no tools until [`McpServer::loaded`], then announces them with
+//! `notifications/tools/list_changed`; a call meanwhile waits for them. That is how `host mcp`
+//! keeps a client from timing out while a first start compiles big components.
 
 // MCP logging (notifications/message, logging/setLevel) is deprecated in rmcp by SEP-2577 but
 // is still what clients speak.
@@ -32,6 +37,7 @@
 mod direct;
 mod disconnect;
 mod http;
+mod jsonrpc;
 mod lines;
 mod options;
 mod router;
@@ -46,12 +52,14 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    RequestId, RequestMetaObject, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, RequestId, RequestMetaObject,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
@@ -80,9 +88,12 @@ pub struct McpServer {
 }
 
 struct Shared {
-    host: Arc<Host>,
-    pass_meta: BTreeSet<String>,
-    served: Mutex<Arc<Served>>,
+    /// The host, once loaded.
+    host: watch::Sender<Option<Arc<Host>>>,
+    /// The tools served, once the host is loaded.
+    served: Mutex<Option<Arc<Served>>>,
+    /// The clients that began a session while the host was loading: told when it is loaded.
+    waiting: Mutex<Vec<Peer<RoleServer>>>,
     /// Every call in flight, so that a shutdown can wait for them.
     calls: TaskTracker,
     /// Set when the server is shutting down: no new call is taken.
@@ -93,16 +104,45 @@ impl McpServer {
     /// Serves `host`'s tools; the `_meta` keys that reach the tools are those of
     /// [`Host::mcp_config`].
     pub fn new(host: Arc<Host>) -> Self {
+        let server = Self::loading();
         let served = Served::new(&host, host.toolbox().catalog());
+        *lock(&server.shared.served) = Some(Arc::new(served));
+        server.shared.host.send_replace(Some(host));
+        server
+    }
+
+    /// A server whose host is still loading: it answers `initialize`, lists no tools, and
+    /// holds calls until [`loaded`](Self::loaded).
+    pub fn loading() -> Self {
         Self {
             shared: Arc::new(Shared {
-                pass_meta: host.mcp_config().pass_meta.clone(),
-                host,
-                served: Mutex::new(Arc::new(served)),
+                host: watch::Sender::new(None),
+                served: Mutex::new(None),
+                waiting: Mutex::new(Vec::new()),
                 calls: TaskTracker::new(),
                 draining: AtomicBool::new(false),
             }),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
+        }
+    }
+
+    /// Serves `host`'s tools from now on, and tells the clients that began a session
+    /// meanwhile (`notifications/tools/list_changed`, which may reach a client before its
+    /// `notifications/initialized` was read). The `_meta` keys that reach the tools
+    /// are those of [`Host::mcp_config`].
+    pub async fn loaded(&self, host: Arc<Host>) {
+        let waiting = {
+            let mut waiting = lock(&self.shared.waiting);
+            let served = Served::new(&host, host.toolbox().catalog());
+            *lock(&self.shared.served) = Some(Arc::new(served));
+            self.shared.host.send_replace(Some(host));
+            std::mem::take(&mut *waiting)
+        };
+        tracing::info!("{} tools loaded", self.tool_count());
+        for peer in waiting {
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!("cannot tell a client the tools are loaded: {error}");
+            }
         }
     }
 
@@ -114,14 +154,19 @@ impl McpServer {
         }
     }
 
-    /// The host whose tools are served.
-    pub fn host(&self) -> &Arc<Host> {
-        &self.shared.host
+    /// The host whose tools are served, once loaded.
+    pub fn host(&self) -> Option<Arc<Host>> {
+        self.shared.host.borrow().clone()
     }
 
-    /// How many tools are served.
+    /// Whether the host is loaded (see [`loading`](Self::loading)).
+    pub fn is_loaded(&self) -> bool {
+        self.shared.host.borrow().is_some()
+    }
+
+    /// How many tools are served (none while the host is loading).
     pub fn tool_count(&self) -> usize {
-        self.served().tools.len()
+        self.served().map_or(0, |served| served.tools.len())
     }
 
     /// How many calls are running.
@@ -149,24 +194,39 @@ impl McpServer {
         self.shared.draining.load(Ordering::SeqCst)
     }
 
-    /// The served tools of the toolbox's catalog now (made again when it changed).
-    fn served(&self) -> Arc<Served> {
-        let catalog = self.shared.host.toolbox().catalog();
+    /// The served tools of the toolbox's catalog now (made again when it changed); `None`
+    /// while the host is loading.
+    fn served(&self) -> Option<Arc<Served>> {
+        let host = self.host()?;
+        let catalog = host.toolbox().catalog();
         let mut served = lock(&self.shared.served);
-        if !Arc::ptr_eq(&served.catalog, &catalog) {
-            *served = Arc::new(Served::new(&self.shared.host, catalog));
+        let current = served.as_ref()?;
+        if !Arc::ptr_eq(&current.catalog, &catalog) {
+            *served = Some(Arc::new(Served::new(&host, catalog)));
         }
         served.clone()
     }
 
-    /// The call's context: the request id, and the `_meta` values the manifest lets through
-    /// (a value that is not a string passes as its JSON text).
-    fn context(&self, id: &RequestId, meta: &RequestMetaObject) -> CallContext {
-        let values = if self.shared.pass_meta.is_empty() {
+    /// The host, once it is loaded.
+    async fn loaded_host(&self) -> Arc<Host> {
+        let mut host = self.shared.host.subscribe();
+        let loaded = host.wait_for(Option::is_some).await;
+        match loaded.as_deref().ok().and_then(Option::as_ref) {
+            Some(host) => host.clone(),
+            // The sender lives as long as `self`.
+            None => unreachable!("the server's host channel closed"),
+        }
+    }
+
+    /// The call's context: the request id, and the `_meta` values `host`'s manifest lets
+    /// through (a value that is not a string passes as its JSON text).
+    fn context(host: &Host, id: &RequestId, meta: &RequestMetaObject) -> CallContext {
+        let pass_meta: &BTreeSet<String> = &host.mcp_config().pass_meta;
+        let values = if pass_meta.is_empty() {
             Default::default()
         } else {
             meta.iter()
-                .filter(|(key, _)| self.shared.pass_meta.contains(key.as_str()))
+                .filter(|(key, _)| pass_meta.contains(key.as_str()))
                 .map(|(key, value)| {
                     let value = match value {
                         Value::String(text) => text.clone(),
@@ -203,7 +263,7 @@ impl McpServer {
         // Each call is a span: the tool, the request, how it ended and how long it took.
         let span = tracing::info_span!(
             "mcp_call",
-            tool = call.name,
+            tool = shortened(call.name).as_ref(),
             id = %call.id,
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
@@ -214,16 +274,26 @@ impl McpServer {
 
     /// Runs the call; `span` is the one it runs in, where its outcome is recorded.
     async fn call(&self, call: ToolCall<'_>, span: tracing::Span) -> Answer {
-        let served = self.served();
+        let host = tokio::select! {
+            biased;
+            () = call.cancelled.cancelled() => {
+                return Answer::error(ErrorData::internal_error("cancelled", None));
+            }
+            host = self.loaded_host() => host,
+        };
+        let Some(served) = self.served() else {
+            unreachable!("the tools are served once the host is loaded");
+        };
         let name = call.name;
         if served.get(name).is_none() {
             return Answer::error(unknown_tool(name, &served.catalog.names()));
         }
+        let context = Self::context(&host, call.id, call.meta);
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => None,
-            result = self.shared.host.toolbox().call_parsed(name, call.arguments, &call.context) => {
+            result = host.toolbox().call_parsed(name, call.arguments, &context) => {
                 Some(result)
             }
         };
@@ -278,7 +348,8 @@ struct ToolCall<'a> {
     name: &'a str,
     /// The arguments (`{}` when the client left them out).
     arguments: &'a Arguments,
-    context: CallContext,
+    /// The request's `_meta`, whose keys the manifest lets through reach the tool.
+    meta: &'a RequestMetaObject,
     /// The least level of the logging notifications the client wants.
     level: LoggingLevel,
     cancelled: &'a CancellationToken,
@@ -344,15 +415,27 @@ fn error_result(text: String) -> CallToolResult {
 }
 
 /// An unknown tool is a JSON-RPC error: -32602, as the MCP specification's example has it
-/// (-32601 would become HTTP 404 on stateless HTTP).
+/// (-32601 would become HTTP 404 on stateless HTTP). The name is echoed shortened.
 fn unknown_tool(name: &str, available: &[String]) -> ErrorData {
     ErrorData::invalid_params(
         format!(
-            "there is no tool `{name}`; the tools are: {}",
+            "there is no tool `{}`; the tools are: {}",
+            shortened(name),
             available.join(", ")
         ),
         None,
     )
+}
+
+/// The most characters of a name a client sent that are echoed (in errors, in the log).
+const ECHOED: usize = 64;
+
+/// `name` as echoed: its first [`ECHOED`] characters, and `...` if there were more.
+fn shortened(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.char_indices().nth(ECHOED) {
+        Some((end, _)) => format!("{}... ({} bytes)", &name[..end], name.len()).into(),
+        None => name.into(),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -365,6 +448,7 @@ impl ServerHandler for McpServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_logging()
                 .build(),
         )
@@ -380,11 +464,28 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.served().tools.clone()))
+        let tools = self.served().map(|served| served.tools.clone());
+        Ok(ListToolsResult::with_all_items(tools.unwrap_or_default()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.served().get(name).cloned()
+        self.served()?.get(name).cloned()
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        cx.peer.set_peer_info(request.clone());
+        // A client that begins while the tools load is told when they are loaded.
+        let mut waiting = lock(&self.shared.waiting);
+        if !self.is_loaded() {
+            waiting.retain(|peer| !peer.is_transport_closed());
+            waiting.push(cx.peer);
+        }
+        drop(waiting);
+        self.negotiate_initialize(&request)
     }
 
     async fn set_level(
@@ -410,7 +511,7 @@ impl ServerHandler for McpServer {
             id: &cx.id,
             name: &request.name,
             arguments: &arguments,
-            context: self.context(&cx.id, &cx.meta),
+            meta: &cx.meta,
             level: cx.meta.log_level().unwrap_or_else(|| self.level()),
             cancelled: &cx.ct,
         };

@@ -18,14 +18,29 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Serve without sessions: every POST stands alone, there is no standalone SSE stream.
     pub stateless: bool,
-    /// The largest request body, in bytes (larger ones get 413).
+    /// The largest request body, in bytes: one declared larger gets 413 before it is read,
+    /// one that turns out larger gets 413 when it passes the limit.
     pub max_body: usize,
+    /// How long a client may take to send a request's headers, and then its body (and how
+    /// long an idle connection stays open); past it the connection is closed (a body cut off
+    /// gets 408 first).
+    pub read_timeout: Duration,
+    /// The most connections served at once. Past it a connection gets 503 to any request
+    /// (`/health` still answers) and is closed; past 64 more, it is closed unanswered.
+    pub max_connections: usize,
+    /// The most sessions kept at once; an `initialize` past it gets 503, with a JSON-RPC
+    /// error saying so.
+    pub max_sessions: usize,
+    /// How long a session may go without a request before it ends (its client then gets 404
+    /// and starts a new one, as MCP says).
+    pub session_idle_timeout: Duration,
     /// How long a shutdown waits for calls in flight before cancelling them.
     pub shutdown_grace: Duration,
 }
 
 impl Default for HttpOptions {
-    /// Loopback hosts and origins only, no token, sessions, 4 MiB bodies, 10 s of grace.
+    /// Loopback hosts and origins only, no token, sessions, 4 MiB bodies read within 30 s,
+    /// 512 connections, 1,000 sessions ending after 2 minutes idle, 10 s of grace.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
@@ -33,6 +48,10 @@ impl Default for HttpOptions {
             token: None,
             stateless: false,
             max_body: 4 << 20,
+            read_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            max_sessions: 1000,
+            session_idle_timeout: Duration::from_secs(120),
             shutdown_grace: Duration::from_secs(10),
         }
     }

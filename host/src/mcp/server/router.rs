@@ -1,5 +1,8 @@
-//! The HTTP front of `/mcp`: the routes, the bearer token, the body limit, JSON-RPC errors
-//! for bodies that are not JSON, and the answers watched on their way out.
+//! The HTTP front of `/mcp`: the routes, the bearer token, the limits on bodies (size and
+//! time) and sessions (how many), JSON-RPC errors for bodies that are not JSON-RPC, and the
+//! answers watched on their way out.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -10,6 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use super::McpServer;
 use super::disconnect::WatchedBody;
+use super::jsonrpc::{self, Refused};
 use super::options::HttpOptions;
 use super::service::{Mcp, ResponseBody};
 
@@ -18,6 +22,11 @@ pub(super) struct Router {
     server: McpServer,
     token: Option<String>,
     max_body: usize,
+    read_timeout: Duration,
+    max_connections: usize,
+    max_sessions: usize,
+    /// Held while a session is made, so that no two pass the cap together.
+    initializing: tokio::sync::Mutex<()>,
     cancel_on_disconnect: bool,
     /// The answers to JSON-RPC requests being sent, for a shutdown to wait for.
     pub(super) answers: TaskTracker,
@@ -30,6 +39,10 @@ impl Router {
             server,
             token: options.token.clone(),
             max_body: options.max_body,
+            read_timeout: options.read_timeout,
+            max_connections: options.max_connections,
+            max_sessions: options.max_sessions,
+            initializing: tokio::sync::Mutex::new(()),
             cancel_on_disconnect: !options.stateless,
             answers: TaskTracker::new(),
         }
@@ -38,7 +51,7 @@ impl Router {
     pub(super) async fn route(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         match request.uri().path() {
             "/mcp" => {}
-            "/health" => return self.health(request.method()),
+            "/health" => return self.health(&request).await,
             _ => {
                 return text(
                     StatusCode::NOT_FOUND,
@@ -59,14 +72,48 @@ impl Router {
             );
             return response;
         }
+        if let Some(declared) = declared_length(request.headers())
+            && declared > self.max_body as u64
+        {
+            return self.too_large();
+        }
+        if request.method() == Method::DELETE
+            && self.mcp.refuses(request.headers()).await.is_none()
+            && self.mcp.knows_session(request.headers()).await == Some(false)
+        {
+            return text(StatusCode::NOT_FOUND, "not found: there is no such session");
+        }
         if request.method() != Method::POST {
             return self.mcp.handle(request).await;
         }
         self.post(request).await
     }
 
-    /// A POST to `/mcp`: its body read whole (up to the limit) and parsed, then handed to
-    /// rmcp, and the answer watched on its way out.
+    /// The answer on a connection past the cap: `/health` as usual, 503 to anything else.
+    pub(super) async fn busy<B>(&self, request: &Request<B>) -> Response<ResponseBody> {
+        if request.uri().path() == "/health" {
+            return self.health(request).await;
+        }
+        tracing::warn!(
+            "refused a request: {} connections are open, the most served (--max-connections)",
+            self.max_connections
+        );
+        let mut response = jsonrpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &Refused::internal(format!(
+                "the server has {} connections open, the most it serves (--max-connections); \
+                 try again shortly",
+                self.max_connections
+            )),
+        );
+        let headers = response.headers_mut();
+        headers.insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        headers.insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        response
+    }
+
+    /// A POST to `/mcp`: its body read whole (up to the limit and the read timeout), checked
+    /// as JSON-RPC, then handed to rmcp, and the answer watched on its way out.
     async fn post(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         let (parts, body) = request.into_parts();
         let bytes = match self.read_body(body).await {
@@ -76,31 +123,65 @@ impl Router {
         let message: Value = match serde_json::from_slice(&bytes) {
             Ok(message) => message,
             Err(error) => {
-                return jsonrpc_error(
-                    StatusCode::BAD_REQUEST,
-                    -32700,
-                    format!("Parse error: {error}"),
-                );
+                return jsonrpc_error(StatusCode::BAD_REQUEST, &Refused::parse_error(&error));
             }
         };
+        if let Err(refused) = jsonrpc::read(message.clone()) {
+            // Invalid params answer a request that was read, as rmcp's errors do.
+            let status = match refused.is_invalid_params() {
+                true => StatusCode::OK,
+                false => StatusCode::BAD_REQUEST,
+            };
+            return jsonrpc_error(status, &refused);
+        }
         let method = message.get("method").and_then(Value::as_str);
         let request_id = message.get("id").filter(|_| method.is_some()).cloned();
         if request_id.is_some() && self.server.is_draining() {
-            return jsonrpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                -32603,
+            let refused = Refused::internal(
                 "the server is shutting down and takes no new requests".to_owned(),
             );
+            return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
         }
+        let request = Request::from_parts(parts, Full::new(bytes));
+        if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
+            return self.initialize(request, request_id).await;
+        }
+        self.forward(request, method, request_id).await
+    }
+
+    /// An `initialize` that makes a session, unless there are as many as allowed.
+    async fn initialize(
+        &self,
+        request: Request<Full<Bytes>>,
+        id: Option<Value>,
+    ) -> Response<ResponseBody> {
+        let _one_at_a_time = self.initializing.lock().await;
+        let sessions = self.mcp.sessions().await;
+        if sessions >= self.max_sessions && self.mcp.refuses(request.headers()).await.is_none() {
+            tracing::warn!("refused a session: {sessions} open, the most kept (--max-sessions)");
+            let mut refused = Refused::internal(format!(
+                "the server holds {sessions} sessions, the most it keeps (--max-sessions): end \
+                 one (DELETE /mcp) or wait until an idle one ends (--session-idle-timeout)"
+            ));
+            refused.id = id;
+            return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
+        }
+        self.forward(request, Some("initialize"), id).await
+    }
+
+    /// Hands `request` to rmcp, and watches the answer to a request on its way out.
+    async fn forward(
+        &self,
+        request: Request<Full<Bytes>>,
+        method: Option<&str>,
+        request_id: Option<Value>,
+    ) -> Response<ResponseBody> {
         let guard = (self.cancel_on_disconnect
             && method == Some("tools/call")
-            && parts.headers.contains_key("mcp-session-id"))
-        .then(|| parts.headers.clone());
+            && request.headers().contains_key("mcp-session-id"))
+        .then(|| request.headers().clone());
         let sending = request_id.as_ref().map(|_| self.answers.token());
-        let response = self
-            .mcp
-            .handle(Request::from_parts(parts, Full::new(bytes)))
-            .await;
+        let response = self.mcp.handle(request).await;
         let Some(sending) = sending else {
             return response;
         };
@@ -114,23 +195,24 @@ impl Router {
         Response::from_parts(parts, body.boxed())
     }
 
-    /// The whole body, or the answer to give when it cannot be read.
+    /// The whole body, or the answer to give when it cannot be read: too large, or not sent
+    /// within the read timeout.
     async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<ResponseBody>> {
-        match Limited::new(body, self.max_body).collect().await {
+        let read = Limited::new(body, self.max_body).collect();
+        let Ok(read) = tokio::time::timeout(self.read_timeout, read).await else {
+            let mut response = jsonrpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                &Refused::invalid_request_text(format!(
+                    "the request body did not arrive within {:?} (--read-timeout)",
+                    self.read_timeout
+                )),
+            );
+            closes(&mut response);
+            return Err(response);
+        };
+        match read {
             Ok(collected) => Ok(collected.to_bytes()),
-            Err(error) if error.is::<LengthLimitError>() => {
-                let mut response = jsonrpc_error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    -32600,
-                    format!("the request body is larger than {} bytes", self.max_body),
-                );
-                // The rest of the body is not read, so this connection cannot carry another
-                // request: say so, or a client may send its next one into the closing socket.
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-                Err(response)
-            }
+            Err(error) if error.is::<LengthLimitError>() => Err(self.too_large()),
             Err(error) => Err(text(
                 StatusCode::BAD_REQUEST,
                 &format!("cannot read the request body: {error}"),
@@ -138,15 +220,38 @@ impl Router {
         }
     }
 
-    /// `GET /health`: 200 with the number of tools while serving, 503 while shutting down.
-    fn health(&self, method: &Method) -> Response<ResponseBody> {
+    /// 413, for a body larger than the limit (declared or read).
+    fn too_large(&self) -> Response<ResponseBody> {
+        let mut response = jsonrpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &Refused::invalid_request_text(format!(
+                "the request body is larger than {} bytes (--max-request)",
+                self.max_body
+            )),
+        );
+        closes(&mut response);
+        response
+    }
+
+    /// `GET /health`, for an allowed `Host` and `Origin` only (as `/mcp`): 200 with the
+    /// number of tools while serving, 503 while loading them or shutting down.
+    async fn health<B>(&self, request: &Request<B>) -> Response<ResponseBody> {
+        let method = request.method();
         if method != Method::GET && method != Method::HEAD {
             return text(StatusCode::METHOD_NOT_ALLOWED, "use GET /health");
+        }
+        if let Some(refused) = self.mcp.refuses(request.headers()).await {
+            return refused;
         }
         let (status, body) = if self.server.is_draining() {
             (
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({ "status": "shutting_down" }),
+            )
+        } else if !self.server.is_loaded() {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "status": "loading" }),
             )
         } else {
             (
@@ -156,6 +261,24 @@ impl Router {
         };
         json_response(status, &body)
     }
+}
+
+/// The body length `headers` declare, if any.
+fn declared_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Says the connection closes after `response`: the rest of the body is not read, so it cannot
+/// carry another request, and a client could send its next one into the closing socket.
+fn closes(response: &mut Response<ResponseBody>) {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
 }
 
 /// Whether the request carries `Authorization: Bearer <token>`. The comparison takes the
@@ -202,12 +325,9 @@ fn json_response(status: StatusCode, body: &Value) -> Response<ResponseBody> {
     response
 }
 
-/// A JSON-RPC error answer to a request whose id cannot be known.
-fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response<ResponseBody> {
-    json_response(
-        status,
-        &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } }),
-    )
+/// A JSON-RPC error answer, with the request's id when it could be read, else `null`.
+fn jsonrpc_error(status: StatusCode, refused: &Refused) -> Response<ResponseBody> {
+    json_response(status, &refused.message())
 }
 
 #[cfg(test)]

@@ -5,7 +5,13 @@
 //! invalid-request error (-32600, with its id when it has one), where rmcp's drops the first
 //! silently; a line over the size limit is answered (-32600) and skipped without being kept in
 //! memory, where rmcp's drops it and leaves the client waiting. Either way the server goes on
-//! reading.
+//! reading. A message that is not JSON-RPC, or a request whose params do not fit its method, is
+//! answered as over HTTP ([`jsonrpc`](super::jsonrpc)).
+//!
+//! A client that does not read its answers is not read from either: once
+//! [`StdioOptions::max_pending`] answers are owed, the server reads no more requests until the
+//! client reads. A client that closes stdin gives the calls in flight 5 s to answer (read or
+//! not); then the session ends, whatever it still had to write.
 
 use std::future::Future;
 use std::io;
@@ -13,25 +19,25 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use rmcp::model::{
-    ClientNotification, ErrorCode, ErrorData, JsonRpcError, JsonRpcMessage, JsonRpcNotification,
-    RequestId,
-};
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, JsonRpcNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt as _};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
-use tokio::sync::Mutex;
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, BufReader};
 
 use super::McpServer;
 use super::direct::DirectCalls;
-use super::lines;
+use super::jsonrpc::{self, Refused};
+use super::lines::Output;
 
 /// How long calls in flight may still answer after the client closed its end, as rmcp waits
 /// for those of its handlers. The calls served directly get the same time, counted from the
 /// same moment: the end of the input, not the end of rmcp's wait.
 const CLOSED_GRACE: Duration = Duration::from_secs(5);
+
+/// How often a reader waiting for its client to read looks whether stdin was closed.
+const HANG_UP_POLL: Duration = Duration::from_millis(100);
 
 /// How the stdio server runs.
 #[derive(Debug, Clone)]
@@ -40,14 +46,18 @@ pub struct StdioOptions {
     pub max_message: usize,
     /// How long a shutdown waits for calls in flight before cancelling them.
     pub shutdown_grace: Duration,
+    /// How many answers may be owed to the client (requests read, not yet answered) before
+    /// the server stops reading until the client reads.
+    pub max_pending: usize,
 }
 
 impl Default for StdioOptions {
-    /// 4 MiB messages (as over HTTP), 10 s of grace.
+    /// 4 MiB messages (as over HTTP), 10 s of grace, 256 answers owed.
     fn default() -> Self {
         Self {
             max_message: 4 << 20,
             shutdown_grace: Duration::from_secs(10),
+            max_pending: 256,
         }
     }
 }
@@ -61,7 +71,8 @@ pub async fn serve_stdio(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    serve_lines(server, stdin, stdout, options, shutdown).await
+    let transport = LineTransport::new(stdin, stdout, &options).with_hang_up(stdin_hung_up);
+    serve(server, transport, options, shutdown).await
 }
 
 /// Serves `server` over any pair of streams carrying one message per line (a socket, an
@@ -77,8 +88,21 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    let transport = LineTransport::new(input, output, &options);
+    serve(server, transport, options, shutdown).await
+}
+
+async fn serve<R, W>(
+    server: McpServer,
+    transport: LineTransport<R, W>,
+    options: StdioOptions,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
     let grace = options.shutdown_grace;
-    let transport = LineTransport::new(input, output, options.max_message);
     let (direct, output) = (transport.direct.clone(), transport.output.clone());
     let closed = transport.closed.clone();
     tokio::pin!(shutdown);
@@ -130,7 +154,7 @@ where
 /// JSON-RPC messages, one per line, with errors answered as the transport's own.
 struct LineTransport<R, W> {
     input: BufReader<R>,
-    output: Arc<Mutex<W>>,
+    output: Arc<Output<W>>,
     /// The line read so far (a read may be cancelled halfway and resumed).
     line: Vec<u8>,
     /// How many bytes of an oversized line were seen; it is skipped to its end.
@@ -138,8 +162,10 @@ struct LineTransport<R, W> {
     max: usize,
     /// Once the session has begun: the `tools/call` requests served without rmcp.
     direct: Arc<OnceLock<DirectCalls<W>>>,
-    /// When the input ended.
+    /// When the input ended (or its writer closed it, with lines still unread).
     closed: Arc<OnceLock<Instant>>,
+    /// Whether the input's writer closed it, though lines may remain unread.
+    hung_up: Option<fn() -> bool>,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -147,15 +173,48 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    fn new(input: R, output: W, max: usize) -> Self {
+    fn new(input: R, output: W, options: &StdioOptions) -> Self {
         Self {
             input: BufReader::with_capacity(64 * 1024, input),
-            output: Arc::new(Mutex::new(output)),
+            output: Arc::new(Output::new(output, options.max_pending)),
             line: Vec::new(),
             oversized: None,
-            max,
+            max: options.max_message,
             direct: Arc::new(OnceLock::new()),
             closed: Arc::new(OnceLock::new()),
+            hung_up: None,
+        }
+    }
+
+    /// Looks with `hung_up` whether the client closed the input, while waiting for it to
+    /// read.
+    fn with_hang_up(mut self, hung_up: fn() -> bool) -> Self {
+        self.hung_up = Some(hung_up);
+        self
+    }
+
+    /// Waits while as many answers are owed as allowed (the client is not reading); `false`
+    /// when the client was given up on. Cancel-safe.
+    fn wait_for_room(&self) -> impl Future<Output = bool> + Send + 'static {
+        let (output, closed, hung_up) = (self.output.clone(), self.closed.clone(), self.hung_up);
+        async move {
+            loop {
+                if output.is_abandoned() {
+                    return false;
+                }
+                if !output.is_full() {
+                    return true;
+                }
+                match hung_up {
+                    Some(hung_up) => {
+                        let _ = tokio::time::timeout(HANG_UP_POLL, output.room()).await;
+                        if hung_up() {
+                            input_closed(&closed, &output);
+                        }
+                    }
+                    None => output.room().await,
+                }
+            }
         }
     }
 
@@ -165,7 +224,7 @@ where
         loop {
             let buffer = self.input.fill_buf().await?;
             if buffer.is_empty() {
-                let _ = self.closed.set(Instant::now());
+                input_closed(&self.closed, &self.output);
                 return Ok(false);
             }
             let (chunk, complete) = match buffer.iter().position(|&b| b == b'\n') {
@@ -190,73 +249,59 @@ where
 
     /// Answers a message that cannot be served, without waiting for the write (so that
     /// `receive` stays cancel-safe); writes keep their order through the output's lock.
-    fn answer(&mut self, id: Option<RequestId>, error: ErrorData) {
-        let message: TxJsonRpcMessage<RoleServer> =
-            JsonRpcMessage::Error(JsonRpcError::new(id, error));
+    fn refuse(&self, refused: &Refused) {
         let output = self.output.clone();
-        tokio::spawn(async move { lines::write(&output, &message).await });
+        let message = refused.message();
+        tokio::spawn(async move { output.send_own(&message).await });
     }
 
     /// What to do with one complete line.
-    fn parse(&mut self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    fn parse(&self, line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
-        let error = match serde_json::from_slice(line) {
-            Ok(message) => return Some(message),
-            Err(error) => error,
+        let read = match serde_json::from_slice(line) {
+            Ok(message) => jsonrpc::check_read(message).map(Some),
+            Err(_) => match serde_json::from_slice::<Value>(line) {
+                Ok(value) => jsonrpc::read(value),
+                Err(error) => Err(Refused::parse_error(&error)),
+            },
         };
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            tracing::warn!("a line on stdin is not JSON: {error}");
-            self.answer(
-                None,
-                ErrorData::new(
-                    ErrorCode::PARSE_ERROR,
-                    format!("Parse error: {error}"),
-                    None,
-                ),
-            );
-            return None;
-        };
-        let id = value.get("id").and_then(|id| match id {
-            Value::Number(n) => n.as_i64().map(RequestId::Number),
-            Value::String(s) => Some(RequestId::String(s.as_str().into())),
-            _ => None,
-        });
-        match id {
+        match read {
+            Ok(Some(message)) => Some(message),
             // A notification gets no answer, even a wrong one; unknown ones are ignored.
-            None if value.get("method").is_some() => {
-                tracing::debug!("ignored a notification rmcp cannot read: {error}");
+            Ok(None) => {
+                tracing::debug!("ignored a notification rmcp cannot read");
+                None
             }
-            id => {
-                tracing::warn!("a message on stdin is not a valid JSON-RPC request: {error}");
-                self.answer(
-                    id,
-                    ErrorData::invalid_request(format!("Invalid request: {error}"), None),
-                );
+            Err(refused) => {
+                tracing::warn!("refused a message on stdin: {}", refused.error.message);
+                self.refuse(&refused);
+                None
             }
         }
-        None
     }
-}
 
-impl<R, W> LineTransport<R, W>
-where
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    /// A `notifications/cancelled` for a call served directly cancels it (rmcp, which gets
-    /// the notification too, does not know the request).
-    fn see_cancelled(&self, message: &RxJsonRpcMessage<RoleServer>) {
-        if let Some(direct) = self.direct.get()
-            && let JsonRpcMessage::Notification(JsonRpcNotification {
+    /// A request read is an answer owed; a `notifications/cancelled` settles it (a cancelled
+    /// request gets no answer), and cancels it if it is a call served directly (rmcp, which
+    /// gets the notification too, does not know the request).
+    fn see(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        match message {
+            JsonRpcMessage::Request(request) => self.output.owe(&request.id),
+            JsonRpcMessage::Notification(JsonRpcNotification {
                 notification: ClientNotification::CancelledNotification(cancelled),
                 ..
-            }) = message
-            && let Some(id) = &cancelled.params.request_id
-        {
-            direct.cancel(id);
+            }) => {
+                if let Some(id) = &cancelled.params.request_id {
+                    if let Some(direct) = self.direct.get() {
+                        direct.cancel(id);
+                    }
+                    self.output.settle(id);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -273,11 +318,15 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let output = self.output.clone();
-        async move { lines::write(&output, &item).await }
+        async move { output.send(&item).await }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
+            if !self.wait_for_room().await {
+                tracing::warn!("the client closed stdin without reading its answers");
+                return None;
+            }
             match self.read_line().await {
                 Ok(true) => {}
                 Ok(false) => return None,
@@ -291,16 +340,14 @@ where
                     "skipped a message of {size} bytes on stdin (limit {})",
                     self.max
                 );
-                self.answer(
-                    None,
-                    ErrorData::invalid_request(
-                        format!(
-                            "the message is too large: {size} bytes, the limit is {}",
-                            self.max
-                        ),
-                        None,
+                let error = ErrorData::invalid_request(
+                    format!(
+                        "the message is too large: {size} bytes, the limit is {}",
+                        self.max
                     ),
+                    None,
                 );
+                self.refuse(&Refused { id: None, error });
                 continue;
             }
             if let Some(direct) = self.direct.get()
@@ -315,13 +362,49 @@ where
             self.line = line;
             self.line.clear();
             if let Some(message) = parsed {
-                self.see_cancelled(&message);
+                self.see(&message);
                 return Some(message);
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.output.lock().await.flush().await
+        // A client that does not read is not waited for.
+        self.output.flush(Duration::from_secs(1)).await
     }
+}
+
+/// The input ended, or its writer closed it (`closed` says when): the calls in flight have
+/// [`CLOSED_GRACE`] to answer, then the client is given up on.
+fn input_closed<W>(closed: &OnceLock<Instant>, output: &Arc<Output<W>>)
+where
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    if closed.set(Instant::now()).is_ok() {
+        let output = output.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(CLOSED_GRACE).await;
+            output.abandon();
+        });
+    }
+}
+
+/// Whether stdin is a pipe (or socket) whose writer closed it, even with lines left unread.
+#[cfg(unix)]
+fn stdin_hung_up() -> bool {
+    let mut poll = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `poll` is one valid pollfd, and a timeout of 0 does not block: poll(2) only
+    // writes its `revents`.
+    #[allow(unsafe_code)]
+    let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+    ready > 0 && poll.revents & libc::POLLHUP != 0
+}
+
+#[cfg(not(unix))]
+fn stdin_hung_up() -> bool {
+    false
 }

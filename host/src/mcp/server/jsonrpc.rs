@@ -1,0 +1,193 @@
+//! What a client's message is, before rmcp sees it: a request rmcp can serve, or one that
+//! gets a JSON-RPC error of its own, the same on stdio and over HTTP.
+//!
+//! rmcp reads a request whose params do not fit its method as a custom request, and answers
+//! it -32601 "Method not found"; and on stdio it cannot read an id that is neither an integer
+//! nor a string at all. Here: a message that is not a JSON-RPC request, response or
+//! notification is an invalid request (-32600), answered with its id when it has a valid one
+//! and `"id": null` otherwise; a request of a method the server serves whose params do not
+//! fit is invalid params (-32602).
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage};
+use serde_json::{Value, json};
+
+/// The methods served here whose params rmcp checks: a request of one of them that rmcp
+/// reads as a custom request had params that do not fit.
+const SERVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+];
+
+/// A message that gets an error instead of being served.
+#[derive(Debug)]
+pub(super) struct Refused {
+    /// The request's id when it has a valid one (`null` is written otherwise).
+    pub(super) id: Option<Value>,
+    pub(super) error: ErrorData,
+}
+
+impl Refused {
+    fn invalid_request(id: Option<Value>, why: impl std::fmt::Display) -> Self {
+        Self {
+            id,
+            error: ErrorData::invalid_request(format!("Invalid request: {why}"), None),
+        }
+    }
+
+    /// An invalid request, for what the transport refuses (too large, too slow).
+    pub(super) fn invalid_request_text(message: String) -> Self {
+        Self {
+            id: None,
+            error: ErrorData::invalid_request(message, None),
+        }
+    }
+
+    /// An internal error: the server cannot take the request now.
+    pub(super) fn internal(message: String) -> Self {
+        Self {
+            id: None,
+            error: ErrorData::internal_error(message, None),
+        }
+    }
+
+    /// A parse error: the text is not JSON.
+    pub(super) fn parse_error(error: &serde_json::Error) -> Self {
+        Self {
+            id: None,
+            error: ErrorData::new(
+                ErrorCode::PARSE_ERROR,
+                format!("Parse error: {error}"),
+                None,
+            ),
+        }
+    }
+
+    /// Whether this is invalid params (a request that was read, with a wrong shape).
+    pub(super) fn is_invalid_params(&self) -> bool {
+        self.error.code == ErrorCode::INVALID_PARAMS
+    }
+
+    /// The error as a JSON-RPC message, with `"id": null` when the id could not be read.
+    pub(super) fn message(&self) -> Value {
+        json!({ "jsonrpc": "2.0", "id": self.id, "error": self.error })
+    }
+}
+
+/// `message` (already read as rmcp reads it), or why it is refused: a request of a method
+/// served here that rmcp could only read as a custom request.
+pub(super) fn check_read(message: ClientJsonRpcMessage) -> Result<ClientJsonRpcMessage, Refused> {
+    if let JsonRpcMessage::Request(request) = &message
+        && let ClientRequest::CustomRequest(custom) = &request.request
+        && SERVED.contains(&custom.method.as_str())
+    {
+        return Err(invalid_params(
+            serde_json::to_value(&request.id).ok(),
+            &custom.method,
+        ));
+    }
+    Ok(message)
+}
+
+/// Reads `value` as a client's JSON-RPC message, or says why it is refused. `Ok(None)` for a
+/// notification rmcp cannot read: it gets no answer, even a wrong one.
+pub(super) fn read(value: Value) -> Result<Option<ClientJsonRpcMessage>, Refused> {
+    let why = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
+        Ok(message) => return check_read(message).map(Some),
+        Err(error) => error,
+    };
+    let Value::Object(object) = &value else {
+        return Err(Refused::invalid_request(
+            None,
+            "a message is one JSON object (batches are not served)",
+        ));
+    };
+    let id = match object.get("id") {
+        // A notification.
+        None if object.get("method").is_some_and(Value::is_string) => return Ok(None),
+        None => None,
+        Some(id @ Value::String(_)) => Some(id.clone()),
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        Some(other) => {
+            return Err(Refused::invalid_request(
+                None,
+                format!("the id must be a string or an integer, not {other}"),
+            ));
+        }
+    };
+    let method = object.get("method").and_then(Value::as_str);
+    let structured = object
+        .get("params")
+        .is_none_or(|params| params.is_object() || params.is_array());
+    match method {
+        Some(method)
+            if id.is_some()
+                && object.get("jsonrpc") == Some(&json!("2.0"))
+                && structured
+                && SERVED.contains(&method) =>
+        {
+            Err(invalid_params(id, method))
+        }
+        _ => Err(Refused::invalid_request(id, why)),
+    }
+}
+
+fn invalid_params(id: Option<Value>, method: &str) -> Refused {
+    Refused {
+        id,
+        error: ErrorData::invalid_params(
+            format!("Invalid params: the params of `{method}` do not have the shape MCP gives it"),
+            None,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code(value: Value) -> Option<i32> {
+        match read(value) {
+            Ok(_) => None,
+            Err(refused) => Some(refused.error.code.0),
+        }
+    }
+
+    #[test]
+    fn params_that_do_not_fit_a_served_method_are_invalid_params() {
+        for params in [
+            json!({ "name": "add", "arguments": "x" }),
+            json!({ "name": "add", "arguments": [1] }),
+            json!({ "name": 5 }),
+        ] {
+            let message =
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+            assert_eq!(code(message), Some(-32602), "{params}");
+        }
+        let bare = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call" });
+        assert_eq!(code(bare), Some(-32602));
+        let level = json!({ "jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
+                            "params": { "level": "loud" } });
+        assert_eq!(code(level), Some(-32602));
+    }
+
+    #[test]
+    fn what_is_not_json_rpc_is_an_invalid_request_and_the_rest_passes() {
+        for message in [
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": "x" }),
+            json!({ "jsonrpc": "1.0", "id": 1, "method": "ping" }),
+            json!({ "jsonrpc": "2.0", "id": null, "method": "ping" }),
+            json!({ "jsonrpc": "2.0", "id": 1.5, "method": "ping" }),
+            json!({ "jsonrpc": "2.0", "id": u64::MAX, "method": "ping" }),
+            json!([{ "jsonrpc": "2.0", "id": 1, "method": "ping" }]),
+        ] {
+            assert_eq!(code(message.clone()), Some(-32600), "{message}");
+        }
+        let ping = json!({ "jsonrpc": "2.0", "id": 1, "method": "ping" });
+        assert!(matches!(read(ping), Ok(Some(_))));
+        let unknown = json!({ "jsonrpc": "2.0", "id": 1, "method": "x/y", "params": {} });
+        assert!(matches!(read(unknown), Ok(Some(_))));
+    }
+}
