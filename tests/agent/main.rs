@@ -46,6 +46,7 @@ pub fn http_options() -> HttpOptions {
         max_retries: 3,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(500),
+        ..HttpOptions::default()
     }
 }
 
