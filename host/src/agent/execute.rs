@@ -185,6 +185,9 @@ pub enum InvalidProblem {
     NotOffered,
     /// The model hit its token limit in the middle of the call.
     CutOff,
+    /// The turn asked for more calls than [`AgentOptions::max_calls_per_turn`](super::AgentOptions::max_calls_per_turn):
+    /// this one, past the limit, did not run.
+    TooManyCalls,
 }
 
 /// One call to run, with how its approval went.
@@ -261,6 +264,28 @@ async fn execute_one(
         images,
         ..ToolExecution::new(call, round, outcome, output)
     }
+}
+
+/// The call at `position` (from 0) of a turn, when the turn may run only `limit` calls: the
+/// model is told it did not run and why.
+pub(crate) fn check_position(
+    call: &ToolCall,
+    position: usize,
+    limit: usize,
+    round: usize,
+) -> Option<InvalidCall> {
+    (position >= limit).then(|| InvalidCall {
+        round,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        problem: InvalidProblem::TooManyCalls,
+        message: format!(
+            "Not run: one turn may make at most {limit} tool calls, and this was call {}. \
+             Make the remaining calls in the next turn.",
+            position + 1
+        ),
+    })
 }
 
 /// What is wrong with `call` before it could run, given the tools `offered`: `None` when it

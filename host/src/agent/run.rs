@@ -10,7 +10,9 @@ use crate::llm::{FinishReason, ToolCall, ToolChoice};
 
 use super::approval::{Approval, Decision, PendingCall};
 use super::audit::AuditTrail;
-use super::execute::{self, Approved, InvalidCall, ToolExecution, check_call};
+use super::execute::{
+    self, Approved, InvalidCall, InvalidProblem, ToolExecution, check_call, check_position,
+};
 use super::guard::RepeatedFailure;
 use super::state::{RunState, Turn};
 use super::{
@@ -248,7 +250,8 @@ impl Agent {
         options: &RunOptions,
     ) -> Turn {
         let mut approvals = Vec::new();
-        for call in &calls {
+        let limit = self.options.max_calls_per_turn;
+        for call in calls.iter().take(limit) {
             let runs = check_call(call, &offered, round).is_none()
                 && state.guard().earlier(&call.name, &call.arguments).is_none();
             if !runs {
@@ -310,11 +313,15 @@ impl Agent {
             });
         }
         let audit = self.audit_trail(state);
+        let limit = self.options.max_calls_per_turn;
         let plans: Vec<Plan> = turn
             .calls
             .iter()
-            .map(|call| {
-                if let Some(invalid) = check_call(call, &turn.offered, round) {
+            .enumerate()
+            .map(|(position, call)| {
+                if let Some(invalid) = check_position(call, position, limit, round)
+                    .or_else(|| check_call(call, &turn.offered, round))
+                {
                     return Plan::Invalid(invalid);
                 }
                 if let Some(earlier) = state.guard().earlier(&call.name, &call.arguments) {
@@ -377,12 +384,15 @@ impl Agent {
             let execution = match plan {
                 Plan::Invalid(invalid) => {
                     conversation.submit(&call.id, Err(invalid.message.clone()))?;
-                    let failed = state.guard_mut().failed(
-                        &invalid.name,
-                        &invalid.arguments,
-                        &invalid.message,
-                    );
-                    repeated_failure = repeated_failure.or(failed);
+                    // A call past the turn's limit did not fail: it was not tried.
+                    if invalid.problem != InvalidProblem::TooManyCalls {
+                        let failed = state.guard_mut().failed(
+                            &invalid.name,
+                            &invalid.arguments,
+                            &invalid.message,
+                        );
+                        repeated_failure = repeated_failure.or(failed);
+                    }
                     state.push_invalid(invalid);
                     continue;
                 }
