@@ -40,6 +40,7 @@ mod cache;
 mod call;
 mod component;
 mod error;
+mod file;
 mod host;
 pub mod llm;
 mod manifest;
@@ -59,9 +60,10 @@ pub use cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use call::{CallContext, CallPhases, ToolImage, ToolOutput};
 pub use component::{ComponentConfig, LoadedComponent};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
+pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{
-    ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
+    ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
 };
 pub use native::NativeTools;
 pub use runtime::{CompileObserver, Runtime, RuntimeConfig};

@@ -289,6 +289,11 @@ impl From<RawManifest> for Manifest {
     }
 }
 
+/// The most components and MCP servers one manifest may name, together: 256. Each is loaded
+/// (a component compiled, a server started) before the first call, so a manifest of
+/// thousands is refused at once rather than after minutes.
+pub const MAX_SOURCES: usize = 256;
+
 /// The keys of the `[model]` section.
 const MODEL_KEYS: &[&str] = &[
     "provider",
@@ -306,13 +311,17 @@ const MODEL_KEYS: &[&str] = &[
     "stream",
     "stop_at",
     "max_parallel_calls",
+    "max_calls_per_turn",
     "tools",
 ];
 
 impl Manifest {
-    /// Reads and parses the manifest at `path`.
+    /// Reads and parses the manifest at `path`: a regular file of at most
+    /// [`MAX_MANIFEST_SIZE`](crate::MAX_MANIFEST_SIZE) (1 MiB), with at most
+    /// [`MAX_SOURCES`] components and MCP servers. A device, a FIFO or a larger file is an
+    /// error naming the path, without reading it.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+        let read_error = |source: std::io::Error| match source.kind() {
             std::io::ErrorKind::NotFound => ManifestError::NotFound {
                 path: path.to_owned(),
             },
@@ -320,6 +329,11 @@ impl Manifest {
                 path: path.to_owned(),
                 source,
             },
+        };
+        let bytes = crate::file::read(path, crate::file::MAX_MANIFEST_SIZE, "a manifest")
+            .map_err(read_error)?;
+        let text = String::from_utf8(bytes).map_err(|error| {
+            read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error))
         })?;
         Self::parse(&text, path)
     }
@@ -339,6 +353,19 @@ impl Manifest {
             let message = format!(
                 "unknown field `{key}` in [model], expected one of {}",
                 MODEL_KEYS.join(", ")
+            );
+            return Err(parse_error(<toml::de::Error as serde::de::Error>::custom(
+                message,
+            )));
+        }
+        let sources = ["components", "mcp_servers"]
+            .iter()
+            .filter_map(|key| table.get(*key)?.as_table().map(toml::Table::len))
+            .sum::<usize>();
+        if sources > MAX_SOURCES {
+            let message = format!(
+                "it names {sources} components and MCP servers; at most {MAX_SOURCES} are \
+                 loaded from one manifest: split it, or load the rest in code"
             );
             return Err(parse_error(<toml::de::Error as serde::de::Error>::custom(
                 message,
