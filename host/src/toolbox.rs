@@ -213,16 +213,24 @@ impl Catalog {
             generations.push(slot.source.generation());
             let origin = slot.source.origin();
             let tools = slot.source.tools();
-            if let Some(include) = &slot.options.include
-                && let Some(missing) = include
-                    .iter()
-                    .find(|name| !tools.iter().any(|t| &t.name == *name))
-            {
-                return Err(LoadError::NoSuchTool {
-                    origin: origin.to_string(),
-                    tool: missing.clone(),
-                    offered: tools.iter().map(|t| t.name.clone()).collect(),
-                });
+            // A name in `tools` or `exclude` that is no tool of the source is a typo: an
+            // exclusion that excludes nothing would offer a tool the manifest meant to hide.
+            // (`exclude` is checked when the source is first listed: a tool an MCP server
+            // drops later is not offered anyway.)
+            let include = slot.options.include.iter().flatten().map(|n| ("tools", n));
+            let exclude = slot.options.exclude.iter().map(|n| ("exclude", n));
+            let listed = include.chain(exclude.filter(|_| previous.is_none()));
+            for (key, name) in listed {
+                if !tools.iter().any(|t| &t.name == name) {
+                    let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+                    return Err(LoadError::NoSuchTool {
+                        origin: origin.to_string(),
+                        key,
+                        tool: name.clone(),
+                        closest: closest(name, &offered).map(str::to_owned),
+                        offered,
+                    });
+                }
             }
             for mut spec in tools.into_iter().filter(|t| slot.options.offers(&t.name)) {
                 let own_name = std::mem::take(&mut spec.name);
@@ -552,4 +560,16 @@ fn check(catalog: &Catalog, name: &str, arguments: &str) -> Result<Value, CallEr
     } else {
         Err(invalid(problems.join("; ")))
     }
+}
+
+/// The name of `names` closest to `typed` (letter case and surrounding spaces aside, a few
+/// letters off), for a "did you mean" hint.
+fn closest<'a>(typed: &str, names: &'a [String]) -> Option<&'a str> {
+    let typed = typed.trim().to_lowercase();
+    names
+        .iter()
+        .map(|name| (strsim::levenshtein(&typed, &name.to_lowercase()), name))
+        .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.as_str())
 }
