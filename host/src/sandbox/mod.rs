@@ -9,6 +9,7 @@ mod egress;
 mod grants;
 mod limits;
 mod output;
+mod resolve;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{ByteSize, HumanDuration, Limits, LimitsConfig, format_bytes};
 pub use output::CapturedLog;
+pub use resolve::HOSTS_FILE_VARIABLE;
 
 pub(crate) use egress::Denials;
 pub(crate) use limits::MemoryLimiter;
