@@ -11,6 +11,7 @@ mod captured;
 mod cli;
 mod eval;
 mod faults;
+mod faults_more;
 mod guards;
 mod host;
 mod local;
