@@ -126,7 +126,7 @@ impl HttpClient {
             for (name, value) in headers {
                 request = request.header(*name, value);
             }
-            let deadline = Instant::now() + self.options.timeout;
+            let deadline = after(self.options.timeout);
             let sent = tokio::time::timeout_at(deadline, request.send()).await;
             let (retryable, error, asked) = match sent {
                 Err(_) => (true, self.timeout(), None),
@@ -234,7 +234,7 @@ impl HttpClient {
             deadline,
         } = answer;
         let mut parser = sse::Parser::default();
-        let mut alive_until = Instant::now() + self.options.idle_timeout;
+        let mut alive_until = after(self.options.idle_timeout);
         loop {
             let until = deadline.min(alive_until);
             let chunk = match tokio::time::timeout_at(until, response.chunk()).await {
@@ -262,7 +262,7 @@ impl HttpClient {
             for event in parser.feed(&chunk).map_err(|e| self.protocol(e))? {
                 match on_event(event)? {
                     Flow::Done => return Ok(()),
-                    Flow::Progress => alive_until = Instant::now() + self.options.idle_timeout,
+                    Flow::Progress => alive_until = after(self.options.idle_timeout),
                     Flow::Nothing => {}
                 }
             }
@@ -334,6 +334,13 @@ impl HttpClient {
             attempts,
         }
     }
+}
+
+/// The instant `wait` from now: a timeout of a thousand years is no reason to panic.
+fn after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 /// The message of an error body: OpenAI's and llama.cpp's `{"error": {"message"}}`,
@@ -458,6 +465,25 @@ mod tests {
             .downcast_ref::<reqwest::Error>()
             .expect("as reqwest's error");
         assert!(reqwest.is_connect(), "{reqwest:?}");
+    }
+
+    #[tokio::test]
+    async fn a_timeout_too_long_to_add_to_the_clock_is_no_panic() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = format!("http://{}/v1", listener.local_addr().unwrap());
+        drop(listener);
+        let options = HttpOptions {
+            timeout: Duration::MAX,
+            idle_timeout: Duration::MAX,
+            max_retries: 0,
+            ..HttpOptions::default()
+        };
+        let client = HttpClient::new(&server, options, KeyOrigin::None).unwrap();
+        let error = client
+            .post(&format!("{server}/chat/completions"), &[], b"{}".to_vec())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Connection { .. }), "{error}");
     }
 
     #[test]
