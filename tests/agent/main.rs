@@ -17,6 +17,7 @@ mod host;
 mod local;
 mod policies;
 mod readme;
+mod refusals;
 mod rules;
 mod wire;
 
