@@ -100,13 +100,22 @@ pub enum LoadError {
         second: String,
     },
 
-    /// A source's `tools` list names a tool it does not offer.
-    #[error("{origin} has no tool `{tool}` (named in its `tools` list); it offers: {}", offered.join(", "))]
+    /// A source's `tools` or `exclude` list names a tool it does not offer: a typo that
+    /// would offer more than written (an exclusion that excludes nothing) or less.
+    #[error(
+        "{origin} has no tool `{tool}` (named in its `{key}` list){}; it offers: {}",
+        closest.as_ref().map_or_else(String::new, |name| format!("; did you mean `{name}`?")),
+        offered.join(", ")
+    )]
     NoSuchTool {
         /// The source.
         origin: String,
+        /// The list that names it: `tools` or `exclude`.
+        key: &'static str,
         /// The name that was listed.
         tool: String,
+        /// The offered name closest to it, when one is close.
+        closest: Option<String>,
         /// What it does offer.
         offered: Vec<String>,
     },

@@ -41,6 +41,7 @@ mod arguments;
 mod engine;
 mod english;
 mod error;
+mod file;
 mod host;
 pub mod llm;
 mod manifest;
@@ -61,9 +62,10 @@ pub use engine::call::CallPhases;
 pub use engine::component::{ComponentConfig, LoadedComponent};
 pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
+pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{
-    ComponentEntry, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
+    ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
 };
 pub use native_tools::NativeTools;
 pub use sandbox::{Grants, Limits};

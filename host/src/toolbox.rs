@@ -201,6 +201,33 @@ fn kept<T>(
     }
 }
 
+/// Checks that every name in `slot`'s `tools` and `exclude` lists is one of its `tools`: such a
+/// name is a typo, and an exclusion that excludes nothing would offer a tool the manifest
+/// meant to hide. `exclude` is checked only when the source is `first` listed: a tool an MCP
+/// server drops later is not offered anyway.
+fn check_lists(
+    slot: &Slot,
+    origin: &Origin,
+    tools: &[ToolSpec],
+    first: bool,
+) -> Result<(), LoadError> {
+    let include = slot.options.include.iter().flatten().map(|n| ("tools", n));
+    let exclude = slot.options.exclude.iter().map(|n| ("exclude", n));
+    for (key, name) in include.chain(exclude.filter(|_| first)) {
+        if !tools.iter().any(|t| &t.name == name) {
+            let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            return Err(LoadError::NoSuchTool {
+                origin: origin.to_string(),
+                key,
+                tool: name.clone(),
+                closest: closest(name, &offered).map(str::to_owned),
+                offered,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The tools of a toolbox at one moment: their specs under the names the model sees, and
 /// where each comes from. Cheap to hold; a source whose tools change makes a new one.
 pub struct Catalog {
@@ -228,17 +255,7 @@ impl Catalog {
             generations.push(slot.source.generation());
             let origin = slot.source.origin();
             let tools = slot.source.tools();
-            if let Some(include) = &slot.options.include
-                && let Some(missing) = include
-                    .iter()
-                    .find(|name| !tools.iter().any(|t| &t.name == *name))
-            {
-                return Err(LoadError::NoSuchTool {
-                    origin: origin.to_string(),
-                    tool: missing.clone(),
-                    offered: tools.iter().map(|t| t.name.clone()).collect(),
-                });
-            }
+            check_lists(slot, origin, &tools, previous.is_none())?;
             for mut spec in tools.into_iter().filter(|t| slot.options.offers(&t.name)) {
                 let own_name = std::mem::take(&mut spec.name);
                 spec.name = format!("{}{own_name}", slot.options.prefix);
@@ -594,4 +611,16 @@ fn invalid_arguments(catalog: &Catalog, name: &str, message: String) -> CallErro
             None => message,
         },
     }
+}
+
+/// The name of `names` closest to `typed` (letter case and surrounding spaces aside, a few
+/// letters off), for a "did you mean" hint.
+fn closest<'a>(typed: &str, names: &'a [String]) -> Option<&'a str> {
+    let typed = typed.trim().to_lowercase();
+    names
+        .iter()
+        .map(|name| (strsim::levenshtein(&typed, &name.to_lowercase()), name))
+        .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.as_str())
 }

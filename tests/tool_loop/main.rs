@@ -12,11 +12,13 @@ mod captured;
 mod cli;
 mod eval;
 mod faults;
+mod faults_more;
 mod guards;
 mod host;
 mod local;
 mod policies;
 mod readme;
+mod refusals;
 mod rules;
 mod wire;
 
@@ -48,6 +50,7 @@ pub fn http_options() -> HttpOptions {
         max_retries: 3,
         initial_backoff: Duration::from_millis(10),
         max_backoff: Duration::from_millis(500),
+        ..HttpOptions::default()
     }
 }
 

@@ -28,6 +28,9 @@ pub struct AgentConfig {
     pub stop_at: Option<BTreeSet<String>>,
     /// The most calls of one model turn that run at once (default: all of them).
     pub max_parallel_calls: Option<NonZeroUsize>,
+    /// The most calls one model turn may make (default 32); the model is told the calls past
+    /// it did not run.
+    pub max_calls_per_turn: Option<NonZeroUsize>,
     /// How many tools a request offers: `"all"`, or the best `k` for the conversation. The
     /// local model defaults to 3 (it picks the right tool among a few, not among twenty);
     /// other models to all.
@@ -44,6 +47,7 @@ impl From<&ModelSection> for AgentConfig {
             stream: section.stream,
             stop_at: section.stop_at.clone(),
             max_parallel_calls: section.max_parallel_calls,
+            max_calls_per_turn: section.max_calls_per_turn,
             tool_limit: section.tool_limit,
         }
     }
@@ -70,6 +74,7 @@ impl AgentConfig {
             stream,
             stop_at,
             max_parallel_calls,
+            max_calls_per_turn,
             tool_limit
         );
         self
@@ -87,6 +92,9 @@ impl AgentConfig {
             stream: self.stream.unwrap_or(defaults.stream),
             stop_at: self.stop_at.clone().unwrap_or_default(),
             max_parallel_calls: self.max_parallel_calls,
+            max_calls_per_turn: self
+                .max_calls_per_turn
+                .map_or(defaults.max_calls_per_turn, NonZeroUsize::get),
             tool_limit: self.tool_limit.unwrap_or(if local {
                 LOCAL_TOOL_LIMIT
             } else {

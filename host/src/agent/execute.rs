@@ -99,6 +99,28 @@ async fn execute_one(
     }
 }
 
+/// The call at `position` (from 0) of a turn, when the turn may run only `limit` calls: the
+/// model is told it did not run and why.
+pub(crate) fn check_position(
+    call: &ToolCall,
+    position: usize,
+    limit: usize,
+    round: usize,
+) -> Option<InvalidCall> {
+    (position >= limit).then(|| InvalidCall {
+        round,
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+        problem: InvalidProblem::TooManyCalls,
+        message: format!(
+            "Not run: one turn may make at most {limit} tool calls, and this was call {}. \
+             Make the remaining calls in the next turn.",
+            position + 1
+        ),
+    })
+}
+
 /// The arguments of `call`, parsed, when it can run given the tools `offered`; else what is
 /// wrong with it.
 pub(crate) fn check_call(

@@ -133,6 +133,9 @@ pub struct AgentOptions {
     pub approval: ApprovalRules,
     /// The most calls of one model turn that run at once; all of them when `None`.
     pub max_parallel_calls: Option<NonZeroUsize>,
+    /// The most calls one model turn may make: the calls past it do not run, and the model
+    /// is told so in their results ([`InvalidProblem::TooManyCalls`]). Default 32.
+    pub max_calls_per_turn: usize,
     /// How many of the tools a request offers: all (the default), or the best few for the
     /// conversation (the local model's default; see [`ToolIndex`]).
     pub tool_limit: ToolLimit,
@@ -151,6 +154,7 @@ impl Default for AgentOptions {
             fail_run: BTreeSet::new(),
             approval: ApprovalRules::default(),
             max_parallel_calls: None,
+            max_calls_per_turn: 32,
             tool_limit: ToolLimit::All,
         }
     }

@@ -179,4 +179,8 @@ pub enum InvalidProblem {
     NotOffered,
     /// The model hit its token limit in the middle of the call.
     CutOff,
+    /// The turn asked for more calls than
+    /// [`AgentOptions::max_calls_per_turn`](super::AgentOptions::max_calls_per_turn): this
+    /// one, past the limit, did not run.
+    TooManyCalls,
 }

@@ -11,9 +11,9 @@ use crate::source::CallContext;
 
 use super::approval::{Approval, Decision, PendingCall};
 use super::audit::AuditTrail;
-use super::execute::{self, Approved, check_call};
+use super::execute::{self, Approved, check_call, check_position};
 use super::guard::RepeatedFailure;
-use super::record::{InvalidCall, ToolExecution};
+use super::record::{InvalidCall, InvalidProblem, ToolExecution};
 use super::state::{RunState, Turn};
 use super::{
     Agent, AgentError, AgentEvent, Conversation, RunEnd, RunOptions, RunResult, Step, UnknownTool,
@@ -254,7 +254,8 @@ impl Agent {
     ) -> Turn {
         let mut approvals = Vec::new();
         let may_wait = !self.options.approval.is_empty() || options.needs_approval.is_some();
-        for call in calls.iter().filter(|_| may_wait) {
+        let limit = self.options.max_calls_per_turn;
+        for call in calls.iter().take(limit).filter(|_| may_wait) {
             let runs = check_call(call, &offered, round)
                 .is_ok_and(|arguments| state.guard().earlier(&call.name, &arguments).is_none());
             if !runs {
@@ -316,7 +317,7 @@ impl Agent {
             });
         }
         let audit = self.audit_trail(state);
-        let plans = plan_calls(&turn, state);
+        let plans = plan_calls(&turn, state, self.options.max_calls_per_turn);
         // What is settled without running goes to the audit log first.
         for plan in &plans {
             match plan {
@@ -436,13 +437,18 @@ fn settle(end: TurnEnd, state: RunState) -> ControlFlow<Result<RunResult, AgentE
     }
 }
 
-/// What becomes of each call of `turn`: invalid, answered without running (a repeat of an
-/// earlier call, or rejected), or run (with how it was approved).
-fn plan_calls(turn: &Turn, state: &RunState) -> Vec<Plan> {
+/// What becomes of each call of `turn`, of which at most `limit` may run: invalid (past the
+/// limit, or not runnable), answered without running (a repeat of an earlier call, or
+/// rejected), or run (with how it was approved).
+fn plan_calls(turn: &Turn, state: &RunState, limit: usize) -> Vec<Plan> {
     let round = turn.round;
     turn.calls
         .iter()
-        .map(|call| {
+        .enumerate()
+        .map(|(position, call)| {
+            if let Some(invalid) = check_position(call, position, limit, round) {
+                return Plan::Invalid(invalid);
+            }
             let arguments = match check_call(call, &turn.offered, round) {
                 Ok(arguments) => arguments,
                 Err(invalid) => return Plan::Invalid(invalid),
@@ -485,11 +491,15 @@ fn submit_results(
         let (execution, arguments) = match plan {
             Plan::Invalid(invalid) => {
                 conversation.submit(&call.id, Err(invalid.message.clone()))?;
-                let failed =
-                    state
-                        .guard_mut()
-                        .invalid(&invalid.name, &invalid.arguments, &invalid.message);
-                repeated_failure = repeated_failure.or(failed);
+                // A call past the turn's limit did not fail: it was not tried.
+                if invalid.problem != InvalidProblem::TooManyCalls {
+                    let failed = state.guard_mut().invalid(
+                        &invalid.name,
+                        &invalid.arguments,
+                        &invalid.message,
+                    );
+                    repeated_failure = repeated_failure.or(failed);
+                }
                 state.push_invalid(invalid);
                 continue;
             }

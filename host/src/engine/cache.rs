@@ -209,7 +209,7 @@ impl CompileCache {
     /// The key of the component at `path`: from the index when the file has not changed since
     /// it was hashed, else by reading it (and the bytes are returned too).
     pub(crate) fn key_of(&self, path: &Path) -> std::io::Result<(ContentKey, Option<Vec<u8>>)> {
-        let metadata = fs::metadata(path)?;
+        let metadata = crate::file::metadata(path, crate::file::MAX_COMPONENT_SIZE, "a component")?;
         // The change time too: unlike the modification time, no one can set it back.
         let stamp = format!(
             "{} {} {} {} {} {}",
@@ -232,7 +232,7 @@ impl CompileCache {
             };
             return Ok((key, None));
         }
-        let bytes = fs::read(path)?;
+        let bytes = crate::file::read(path, crate::file::MAX_COMPONENT_SIZE, "a component")?;
         let key = content_key(&bytes);
         if let Err(error) =
             self.write_atomically(&index, format!("{stamp} {}", key.sha256).as_bytes())
@@ -303,10 +303,11 @@ impl CompileCache {
         }
         let bytes = match bytes {
             Some(bytes) => bytes,
-            None => fs::read(path).map_err(|source| LoadError::Read {
-                path: path.to_owned(),
-                source,
-            })?,
+            None => crate::file::read(path, crate::file::MAX_COMPONENT_SIZE, "a component")
+                .map_err(|source| LoadError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?,
         };
         let (component, took) = compile(engine, path, &bytes, observer)?;
         let stored = component

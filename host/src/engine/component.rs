@@ -137,7 +137,8 @@ impl LoadedComponent {
             let file = path.clone();
             blocking(move || match runtime.cache() {
                 Some(cache) => cache.key_of(&file),
-                None => std::fs::read(&file).map(|bytes| (cache::content_key(&bytes), Some(bytes))),
+                None => crate::file::read(&file, crate::file::MAX_COMPONENT_SIZE, "a component")
+                    .map(|bytes| (cache::content_key(&bytes), Some(bytes))),
             })
             .await
             .map_err(|source| LoadError::Read {
@@ -365,10 +366,13 @@ async fn compile(
                 None => {
                     let bytes = match bytes {
                         Some(bytes) => bytes,
-                        None => std::fs::read(&path).map_err(|source| LoadError::Read {
-                            path: path.clone(),
-                            source,
-                        })?,
+                        None => {
+                            crate::file::read(&path, crate::file::MAX_COMPONENT_SIZE, "a component")
+                                .map_err(|source| LoadError::Read {
+                                    path: path.clone(),
+                                    source,
+                                })?
+                        }
                     };
                     cache::compile(runtime.engine(), &path, &bytes, &notify)
                         .map(|(component, took)| (component, CompileSource::Compiled { took }))

@@ -26,9 +26,10 @@ pub struct ModelConfig {
     pub api_key_env: Option<String>,
     /// The API key itself. Prefer `api_key_env`: a manifest is easily shared.
     pub api_key: Option<String>,
-    /// How long to wait for the model: for its whole answer, or for the first byte of a
-    /// streamed one, and for each next piece of a streamed answer (default 300s, and 120s
-    /// between pieces; this sets both).
+    /// How long to wait for the model: for one whole answer, streamed or not, and for each
+    /// next piece of a streamed answer (default 300s, and 120s between pieces; this sets
+    /// both). A retry's wait never exceeds it: a server asking (`Retry-After`) for longer is
+    /// an error.
     pub timeout: Option<HumanDuration>,
     /// Retries after 429, 5xx and failed connections (default 3).
     pub max_retries: Option<u32>,
@@ -81,12 +82,17 @@ impl ModelConfig {
     }
 
     /// `self` (a manifest's) overridden by `over` (a command line's): every value `over` sets
-    /// wins, and when `over` names another provider than `self`, none of `self`'s settings
-    /// apply (another provider's URL, key and model name would be wrong).
+    /// wins, and when `over` names another provider than `self`, `self`'s connection (URL,
+    /// key, model name, local format) does not apply: another provider's would be wrong. Its
+    /// `timeout` and `max_retries` still do.
     pub fn overridden_by(self, over: ModelConfig) -> ModelConfig {
         let switched = over.provider.is_some() && over.kind() != self.kind();
         let base = if switched {
-            ModelConfig::default()
+            ModelConfig {
+                timeout: self.timeout,
+                max_retries: self.max_retries,
+                ..ModelConfig::default()
+            }
         } else {
             self
         };
@@ -244,6 +250,29 @@ mod tests {
                 provider: Some(ProviderKind::Local),
                 ..ModelConfig::default()
             }
+        );
+    }
+
+    #[test]
+    fn a_command_line_provider_keeps_the_manifests_timeout_and_retries() {
+        let manifest = ModelConfig {
+            provider: Some(ProviderKind::Local),
+            timeout: Some(HumanDuration(std::time::Duration::from_secs(5))),
+            max_retries: Some(0),
+            format: Some(LocalFormat::Anthropic),
+            ..ModelConfig::default()
+        };
+        let switched = manifest.overridden_by(ModelConfig {
+            provider: Some(ProviderKind::OpenAi),
+            name: Some("scripted".into()),
+            ..ModelConfig::default()
+        });
+        let options = switched.http_options();
+        assert_eq!(options.timeout.as_secs(), 5);
+        assert_eq!(options.max_retries, 0);
+        assert_eq!(
+            switched.format, None,
+            "the local model's format does not apply"
         );
     }
 

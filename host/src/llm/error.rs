@@ -61,8 +61,9 @@ pub enum ProviderError {
         attempts: u32,
     },
 
-    /// No answer came in time: none at all within the request's limit, or a streamed answer
-    /// went silent for longer than the idle limit.
+    /// No answer came in time: the whole answer (streamed or not) took longer than the
+    /// request's limit, or a streamed answer brought nothing of the answer (only keep-alive
+    /// comments, pings or empty pieces, or nothing at all) for longer than the idle limit.
     #[error(
         "{server} {}; if the model needs longer, raise `timeout` in the manifest's [model] \
          section ({} in code)",
@@ -76,6 +77,42 @@ pub enum ProviderError {
         limit: Duration,
         /// Whether a streamed answer had begun and then went silent.
         stalled: bool,
+    },
+
+    /// The server asked to be retried later (`Retry-After`, `retry-after-ms`) than toolhost
+    /// waits: the request fails at once instead of waiting past its own time limit.
+    #[error(
+        "{server} answered {status} and asked (Retry-After) for a wait of {}, longer than the \
+         {} toolhost waits before a retry; try again later, or raise `timeout` in the manifest's \
+         [model] section (`HttpOptions::timeout` and `HttpOptions::max_backoff` in code)",
+        asked.map_or_else(|| "an unreadable length".to_owned(), |asked| humantime::format_duration(asked).to_string()),
+        humantime::format_duration(*allowed)
+    )]
+    RetryAfter {
+        /// The server.
+        server: String,
+        /// The HTTP status that came with the header.
+        status: u16,
+        /// The wait asked for; `None` when it is too long to represent (`inf`, `1e30`).
+        asked: Option<Duration>,
+        /// The longest wait allowed.
+        allowed: Duration,
+    },
+
+    /// An answer, or one event of a streamed answer, was larger than the limit (a line that
+    /// never ends, say): reading stopped there.
+    #[error(
+        "{server} sent {what} larger than {} and it was not read further; if the model's \
+         answers are that large, raise `HttpOptions::max_answer_size`",
+        Size(*limit)
+    )]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// What was too large: `an answer` or `a stream event`.
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
     },
 
     /// The server could not be reached.
@@ -137,6 +174,8 @@ impl ProviderError {
             Self::ToolsNotSupported { .. } => "tools_not_supported",
             Self::Status { .. } => "status",
             Self::Timeout { .. } => "timeout",
+            Self::RetryAfter { .. } => "retry_after",
+            Self::TooLarge { .. } => "too_large",
             Self::Connection { .. } => "connection",
             Self::Disconnected { .. } => "disconnected",
             Self::Client { .. } => "client",
@@ -152,6 +191,20 @@ fn waited(stalled: bool, limit: Duration) -> String {
         format!("sent nothing for {limit} in the middle of a streamed answer")
     } else {
         format!("did not answer within {limit}")
+    }
+}
+
+/// A byte count as a person reads it: `16 MiB`, `64 KiB`, `300 bytes`.
+struct Size(usize);
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const KIB: usize = 1024;
+        match self.0 {
+            n if n >= KIB * KIB && n % (KIB * KIB) == 0 => write!(f, "{} MiB", n / (KIB * KIB)),
+            n if n >= KIB && n % KIB == 0 => write!(f, "{} KiB", n / KIB),
+            n => write!(f, "{n} bytes"),
+        }
     }
 }
 

@@ -3,27 +3,42 @@
 
 use std::time::{Duration, SystemTime};
 
+use tokio::time::Instant;
+
 use serde_json::Value;
 
 use super::error::KeyOrigin;
 use super::error::{WireError, excerpt};
 use super::{ProviderError, sse};
 
-/// How requests to a model server are made.
+/// How requests to a model server are made. Every wait on the server is bounded: the time to
+/// its answer's headers and to the answer's end ([`timeout`](Self::timeout)), the time between
+/// two pieces of a streamed answer ([`idle_timeout`](Self::idle_timeout)), the waits before
+/// retries ([`max_backoff`](Self::max_backoff)); and so is what is held of an answer
+/// ([`max_answer_size`](Self::max_answer_size)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpOptions {
-    /// The most a request may take until its answer is complete (not streamed), or until the
-    /// first byte (streamed). Default 300 s: a small local model on a slow CPU can be slow.
+    /// The most one answer may take, from sending the request to the answer's last byte,
+    /// streamed or not (a retry starts it again). Default 300 s: a small local model on a slow
+    /// CPU can be slow.
     pub timeout: Duration,
-    /// For streamed answers, the longest silence between two chunks. Default 120 s.
+    /// For streamed answers, the longest time without any piece of the answer (text, a piece
+    /// of a tool call, the end): keep-alive comments, pings and empty pieces do not count.
+    /// Default 120 s.
     pub idle_timeout: Duration,
     /// How many times to retry after a 408, 429, 500, 502, 503, 504 or 529 answer, or a failed
     /// connection. Default 3.
     pub max_retries: u32,
     /// The wait before the first retry; it doubles with each one. Default 500 ms.
     pub initial_backoff: Duration,
-    /// The longest wait, including one a server asks for with `Retry-After`. Default 60 s.
+    /// The longest wait before a retry (and never longer than [`timeout`](Self::timeout)).
+    /// A server asking with `Retry-After` for a longer wait gets no retry: the request fails
+    /// with [`ProviderError::RetryAfter`]. Default 60 s.
     pub max_backoff: Duration,
+    /// The largest answer read, in bytes: a whole (not streamed) body, or one line or event of
+    /// a streamed one. Past it the request fails with [`ProviderError::TooLarge`]. Default
+    /// 16 MiB.
+    pub max_answer_size: usize,
 }
 
 impl Default for HttpOptions {
@@ -34,8 +49,29 @@ impl Default for HttpOptions {
             max_retries: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(60),
+            max_answer_size: 16 * 1024 * 1024,
         }
     }
+}
+
+/// How much of an error answer's body is read, for its message: the rest is never read.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// A successful answer whose body is still to be read, and when it must be read by.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    response: reqwest::Response,
+    deadline: Instant,
+}
+
+/// What one event of a stream did to the answer being assembled.
+pub(crate) enum Flow {
+    /// It was the stream's last.
+    Done,
+    /// It added to the answer: the stream is alive.
+    Progress,
+    /// It added nothing (a ping, an empty piece).
+    Nothing,
 }
 
 /// A client for one server.
@@ -56,7 +92,7 @@ impl HttpClient {
         key: KeyOrigin,
     ) -> Result<Self, ProviderError> {
         let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(15))
+            .connect_timeout(Duration::from_secs(15).min(options.timeout))
             .build()
             .map_err(|source| ProviderError::Client {
                 server: server.to_owned(),
@@ -71,14 +107,13 @@ impl HttpClient {
     }
 
     /// POSTs `body` (JSON) to `url`, retrying as [`HttpOptions`] says, and returns the first
-    /// successful response (its body not read yet).
+    /// successful answer (its body not read yet).
     pub(crate) async fn post(
         &self,
         url: &str,
         headers: &[(&str, String)],
         body: Vec<u8>,
-        stream: bool,
-    ) -> Result<reqwest::Response, ProviderError> {
+    ) -> Result<Answer, ProviderError> {
         let body = bytes::Bytes::from(body);
         let mut attempt = 0;
         loop {
@@ -91,46 +126,64 @@ impl HttpClient {
             for (name, value) in headers {
                 request = request.header(*name, value);
             }
-            if !stream {
-                request = request.timeout(self.options.timeout);
-            }
-            let sent = tokio::time::timeout(self.options.timeout, request.send()).await;
-            let (retryable, error, wait) = match sent {
+            let deadline = after(self.options.timeout);
+            let sent = tokio::time::timeout_at(deadline, request.send()).await;
+            let (retryable, error, asked) = match sent {
                 Err(_) => (true, self.timeout(), None),
                 Ok(Err(error)) if error.is_timeout() => (true, self.timeout(), None),
                 Ok(Err(source)) => (true, self.connection(source), None),
-                Ok(Ok(response)) if response.status().is_success() => return Ok(response),
-                Ok(Ok(response)) => {
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return Ok(Answer { response, deadline });
+                }
+                Ok(Ok(mut response)) => {
                     let status = response.status().as_u16();
-                    let wait = retry_after(response.headers());
-                    let text = match response.text().await {
-                        Ok(text) => text,
+                    let asked = retry_after(response.headers());
+                    let text = match self.read(&mut response, ERROR_BODY_LIMIT, deadline).await {
+                        Ok((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
                         Err(error) => format!("(the error body could not be read: {error})"),
                     };
                     let error = self.status_error(status, &text, attempt);
                     let retryable = matches!(status, 408 | 429 | 500 | 502 | 503 | 504 | 529)
                         && !matches!(error, ProviderError::ToolsNotSupported { .. });
-                    (retryable, error, wait)
+                    (retryable, error, asked.map(|asked| (status, asked)))
                 }
             };
             if !retryable || attempt > self.options.max_retries {
                 return Err(error);
             }
-            let backoff = self.options.initial_backoff * 2u32.saturating_pow(attempt - 1);
-            let wait = wait.unwrap_or(backoff).min(self.options.max_backoff);
+            let allowed = self.options.max_backoff.min(self.options.timeout);
+            let wait = match asked {
+                Some((status, asked)) if asked.is_none_or(|asked| asked > allowed) => {
+                    return Err(ProviderError::RetryAfter {
+                        server: self.server.clone(),
+                        status,
+                        asked,
+                        allowed,
+                    });
+                }
+                Some((_, Some(asked))) => asked,
+                _ => self
+                    .options
+                    .initial_backoff
+                    .saturating_mul(2u32.saturating_pow(attempt - 1))
+                    .min(allowed),
+            };
             tracing::warn!(server = %self.server, attempt, ?wait, "retrying after: {error}");
             tokio::time::sleep(wait).await;
         }
     }
 
     /// Reads a whole JSON body.
-    pub(crate) async fn json(&self, response: reqwest::Response) -> Result<Value, ProviderError> {
-        let bytes = match tokio::time::timeout(self.options.timeout, response.bytes()).await {
-            Err(_) => return Err(self.timeout()),
-            Ok(Err(error)) if error.is_timeout() => return Err(self.timeout()),
-            Ok(Err(source)) => return Err(self.disconnected(source)),
-            Ok(Ok(bytes)) => bytes,
-        };
+    pub(crate) async fn json(&self, answer: Answer) -> Result<Value, ProviderError> {
+        let Answer {
+            mut response,
+            deadline,
+        } = answer;
+        let limit = self.options.max_answer_size;
+        let (bytes, complete) = self.read(&mut response, limit, deadline).await?;
+        if !complete {
+            return Err(self.too_large("an answer"));
+        }
         serde_json::from_slice(&bytes).map_err(|source| {
             self.protocol(WireError::with_source(
                 format!(
@@ -142,41 +195,79 @@ impl HttpClient {
         })
     }
 
-    /// Reads an event stream, handing each event to `on_event` until it returns `true` (the
-    /// stream's end marker) or the stream ends.
+    /// Reads at most `limit` bytes of `response`'s body by `deadline`; says whether that was
+    /// all of it (the rest is never read).
+    async fn read(
+        &self,
+        response: &mut reqwest::Response,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<(Vec<u8>, bool), ProviderError> {
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Err(_) => return Err(self.timeout()),
+                Ok(Err(error)) if error.is_timeout() => return Err(self.timeout()),
+                Ok(Err(source)) => return Err(self.disconnected(source)),
+                Ok(Ok(None)) => return Ok((bytes, true)),
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            if bytes.len() + chunk.len() > limit {
+                let room = limit - bytes.len();
+                bytes.extend_from_slice(&chunk[..room]);
+                return Ok((bytes, false));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Reads an event stream, handing each event to `on_event` until it says the stream is
+    /// [`Flow::Done`] or the stream ends. The answer must end by the request's deadline, and
+    /// some event must add to it at least once per [`HttpOptions::idle_timeout`].
     pub(crate) async fn events(
         &self,
-        mut response: reqwest::Response,
-        mut on_event: impl FnMut(sse::Event) -> Result<bool, ProviderError>,
+        answer: Answer,
+        mut on_event: impl FnMut(sse::Event) -> Result<Flow, ProviderError>,
     ) -> Result<(), ProviderError> {
+        let Answer {
+            mut response,
+            deadline,
+        } = answer;
         let mut parser = sse::Parser::default();
+        let mut alive_until = after(self.options.idle_timeout);
         loop {
-            let chunk =
-                match tokio::time::timeout(self.options.idle_timeout, response.chunk()).await {
-                    Err(_) => {
-                        return Err(ProviderError::Timeout {
-                            server: self.server.clone(),
-                            limit: self.options.idle_timeout,
-                            stalled: true,
-                        });
+            let until = deadline.min(alive_until);
+            let chunk = match tokio::time::timeout_at(until, response.chunk()).await {
+                Err(_) if alive_until < deadline => {
+                    return Err(ProviderError::Timeout {
+                        server: self.server.clone(),
+                        limit: self.options.idle_timeout,
+                        stalled: true,
+                    });
+                }
+                Err(_) => return Err(self.timeout()),
+                Ok(Err(source)) => return Err(self.disconnected(source)),
+                Ok(Ok(None)) => {
+                    if parser.has_partial() {
+                        return Err(self.protocol(
+                            "the stream ended in the middle of an event"
+                                .to_owned()
+                                .into(),
+                        ));
                     }
-                    Ok(Err(source)) => return Err(self.disconnected(source)),
-                    Ok(Ok(None)) => {
-                        if parser.has_partial() {
-                            return Err(self.protocol(
-                                "the stream ended in the middle of an event"
-                                    .to_owned()
-                                    .into(),
-                            ));
-                        }
-                        return Ok(());
-                    }
-                    Ok(Ok(Some(chunk))) => chunk,
-                };
-            for event in parser.feed(&chunk).map_err(|e| self.protocol(e))? {
-                if on_event(event)? {
                     return Ok(());
                 }
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            for event in parser.feed(&chunk).map_err(|e| self.protocol(e))? {
+                match on_event(event)? {
+                    Flow::Done => return Ok(()),
+                    Flow::Progress => alive_until = after(self.options.idle_timeout),
+                    Flow::Nothing => {}
+                }
+            }
+            if parser.pending() > self.options.max_answer_size {
+                return Err(self.too_large("a stream event"));
             }
         }
     }
@@ -187,6 +278,14 @@ impl HttpClient {
             server: self.server.clone(),
             message: error.message,
             source: error.source,
+        }
+    }
+
+    fn too_large(&self, what: &'static str) -> ProviderError {
+        ProviderError::TooLarge {
+            server: self.server.clone(),
+            what,
+            limit: self.options.max_answer_size,
         }
     }
 
@@ -237,6 +336,13 @@ impl HttpClient {
     }
 }
 
+/// The instant `wait` from now: a timeout of a thousand years is no reason to panic.
+fn after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
 /// The message of an error body: OpenAI's and llama.cpp's `{"error": {"message"}}`,
 /// Anthropic's `{"type": "error", "error": {"message"}}`, `{"error": "..."}`, or the start
 /// of the text.
@@ -273,26 +379,32 @@ fn mentions_tools_unsupported(message: &str) -> bool {
         .any(|phrase| message.contains(phrase))
 }
 
-/// A `Retry-After` (seconds or an HTTP date) or `retry-after-ms` header, as a wait.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+/// A `Retry-After` (seconds or an HTTP date) or `retry-after-ms` header, as a wait: `None`
+/// without one, `Some(None)` for a wait too long to hold (`inf`, `1e30`), which no caller
+/// waits for. A negative or unreadable value asks for no wait.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Option<Duration>> {
     let text = |name: &str| {
         headers
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
     };
+    let seconds = |seconds: f64| match seconds {
+        s if s.is_nan() || s <= 0.0 => Some(Duration::ZERO),
+        s => Duration::try_from_secs_f64(s).ok(),
+    };
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     let value = text("retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(seconds.max(0.0)));
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(seconds(secs));
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    Some(
+    Some(Some(
         date.duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -341,12 +453,7 @@ mod tests {
         };
         let client = HttpClient::new(&server, options, KeyOrigin::None).unwrap();
         let error = client
-            .post(
-                &format!("{server}/chat/completions"),
-                &[],
-                b"{}".to_vec(),
-                false,
-            )
+            .post(&format!("{server}/chat/completions"), &[], b"{}".to_vec())
             .await
             .unwrap_err();
         assert_eq!(
@@ -358,6 +465,25 @@ mod tests {
             .downcast_ref::<reqwest::Error>()
             .expect("as reqwest's error");
         assert!(reqwest.is_connect(), "{reqwest:?}");
+    }
+
+    #[tokio::test]
+    async fn a_timeout_too_long_to_add_to_the_clock_is_no_panic() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = format!("http://{}/v1", listener.local_addr().unwrap());
+        drop(listener);
+        let options = HttpOptions {
+            timeout: Duration::MAX,
+            idle_timeout: Duration::MAX,
+            max_retries: 0,
+            ..HttpOptions::default()
+        };
+        let client = HttpClient::new(&server, options, KeyOrigin::None).unwrap();
+        let error = client
+            .post(&format!("{server}/chat/completions"), &[], b"{}".to_vec())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, ProviderError::Connection { .. }), "{error}");
     }
 
     #[test]
@@ -392,8 +518,30 @@ mod tests {
     fn retry_after_accepts_seconds_and_milliseconds() {
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(&headers), Some(Some(Duration::from_secs(2))));
         headers.insert("retry-after-ms", "150".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        assert_eq!(
+            retry_after(&headers),
+            Some(Some(Duration::from_millis(150)))
+        );
+    }
+
+    #[test]
+    fn a_retry_after_too_long_to_hold_is_read_without_a_panic() {
+        for (name, value) in [
+            ("retry-after", "inf"),
+            ("retry-after", "1e20"),
+            ("retry-after-ms", "1e30"),
+            ("retry-after", "-inf"),
+            ("retry-after", "NaN"),
+        ] {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(name, value.parse().unwrap());
+            let wait = retry_after(&headers).expect("a header");
+            match value {
+                "-inf" | "NaN" => assert_eq!(wait, Some(Duration::ZERO), "{name}: {value}"),
+                _ => assert_eq!(wait, None, "{name}: {value}"),
+            }
+        }
     }
 }

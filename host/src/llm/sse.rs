@@ -24,6 +24,8 @@ pub(crate) struct Parser {
     buffer: Vec<u8>,
     event: String,
     data: Vec<String>,
+    /// The bytes of `data`, so that [`Parser::pending`] need not add them up.
+    data_size: usize,
     /// The last byte was a `\r`, so a `\n` right after it ends nothing.
     after_cr: bool,
 }
@@ -64,12 +66,19 @@ impl Parser {
         !self.buffer.is_empty() || !self.data.is_empty()
     }
 
+    /// How many bytes of the unfinished line and event are held: what a reader bounds, so
+    /// that a line or an event that never ends cannot fill the memory.
+    pub(crate) fn pending(&self) -> usize {
+        self.buffer.len() + self.data_size + self.event.len()
+    }
+
     fn line(&mut self, line: &str) -> Option<Event> {
         if line.is_empty() {
             if self.data.is_empty() {
                 self.event.clear();
                 return None;
             }
+            self.data_size = 0;
             return Some(Event {
                 event: std::mem::take(&mut self.event),
                 data: std::mem::take(&mut self.data).join("\n"),
@@ -84,7 +93,10 @@ impl Parser {
         };
         match field {
             "event" => self.event = value.to_owned(),
-            "data" => self.data.push(value.to_owned()),
+            "data" => {
+                self.data_size += value.len() + 1;
+                self.data.push(value.to_owned());
+            }
             _ => {}
         }
         None
@@ -128,6 +140,15 @@ mod tests {
         for piece in [1, 2, 3, 7, 1000] {
             assert_eq!(parse_in_pieces(input, piece), expected, "pieces of {piece}");
         }
+    }
+
+    #[test]
+    fn what_is_held_of_an_unfinished_event_is_counted() {
+        let mut parser = Parser::default();
+        assert!(parser.feed(b"data: abc\ndata: de").unwrap().is_empty());
+        assert_eq!(parser.pending(), "abc\n".len() + "data: de".len());
+        assert_eq!(parser.feed(b"\n\n").unwrap().len(), 1);
+        assert_eq!(parser.pending(), 0, "a finished event is not held");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::error::{WireError, excerpt};
-use super::http::{HttpClient, HttpOptions};
+use super::http::{Flow, HttpClient, HttpOptions};
 use super::sse::Event;
 use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
 
@@ -44,6 +44,11 @@ pub(crate) trait WireFormat: Send + Sync + 'static {
 
     /// The streamed answer, once the stream is over.
     fn finish(stream: Self::Stream) -> Result<ChatResponse, WireError>;
+
+    /// How much of a streamed answer has come (a number that grows with every piece of it):
+    /// an event that leaves it unchanged (a ping, an empty delta) does not keep the stream
+    /// alive.
+    fn progress(stream: &Self::Stream) -> usize;
 }
 
 /// A model behind an endpoint of wire format `F`: [`OpenAiProvider`](super::OpenAiProvider)
@@ -88,16 +93,22 @@ async fn send<F: WireFormat>(
         ))
     })?;
     let headers = F::headers(provider.api_key.as_ref());
-    let response = http
-        .post(&provider.url, &headers, body, request.stream)
-        .await?;
+    let answer = http.post(&provider.url, &headers, body).await?;
     if !request.stream {
-        let value = http.json(response).await?;
+        let value = http.json(answer).await?;
         return F::parse(value).map_err(|e| http.protocol(e));
     }
     let mut stream = F::Stream::default();
-    http.events(response, |event| {
-        F::apply(&mut stream, &event, on_text).map_err(|e| http.protocol(e))
+    http.events(answer, |event| {
+        let before = F::progress(&stream);
+        let done = F::apply(&mut stream, &event, on_text).map_err(|e| http.protocol(e))?;
+        Ok(if done {
+            Flow::Done
+        } else if F::progress(&stream) != before {
+            Flow::Progress
+        } else {
+            Flow::Nothing
+        })
     })
     .await?;
     F::finish(stream).map_err(|e| http.protocol(e))

@@ -174,6 +174,18 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    /// The manifest names more components and MCP servers than one manifest may.
+    #[error(
+        "manifest {} names {count} components and MCP servers; at most {MAX_SOURCES} are \
+         loaded from one manifest: split it, or load the rest in code",
+        path.display()
+    )]
+    TooManySources {
+        /// The manifest file.
+        path: PathBuf,
+        /// How many it names.
+        count: usize,
+    },
     /// The file is not a valid manifest.
     #[error("manifest {} is not valid", path.display())]
     Parse {
@@ -185,10 +197,18 @@ pub enum ManifestError {
     },
 }
 
+/// The most components and MCP servers one manifest may name, together: 256. Each is loaded
+/// (a component compiled, a server started) before the first call, so a manifest of
+/// thousands is refused at once rather than after minutes.
+pub const MAX_SOURCES: usize = 256;
+
 impl Manifest {
-    /// Reads and parses the manifest at `path`.
+    /// Reads and parses the manifest at `path`: a regular file of at most
+    /// [`MAX_MANIFEST_SIZE`](crate::MAX_MANIFEST_SIZE) (1 MiB), with at most
+    /// [`MAX_SOURCES`] components and MCP servers. A device, a FIFO or a larger file is an
+    /// error naming the path, without reading it.
     pub fn load(path: &Path) -> Result<Self, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+        let read_error = |source: std::io::Error| match source.kind() {
             std::io::ErrorKind::NotFound => ManifestError::NotFound {
                 path: path.to_owned(),
             },
@@ -196,6 +216,11 @@ impl Manifest {
                 path: path.to_owned(),
                 source,
             },
+        };
+        let bytes = crate::file::read(path, crate::file::MAX_MANIFEST_SIZE, "a manifest")
+            .map_err(read_error)?;
+        let text = String::from_utf8(bytes).map_err(|error| {
+            read_error(std::io::Error::new(std::io::ErrorKind::InvalidData, error))
         })?;
         Self::parse(&text, path)
     }
@@ -207,6 +232,13 @@ impl Manifest {
                 path: path.to_owned(),
                 source,
             })?;
+        let sources = manifest.components.len() + manifest.mcp_servers.len();
+        if sources > MAX_SOURCES {
+            return Err(ManifestError::TooManySources {
+                path: path.to_owned(),
+                count: sources,
+            });
+        }
         manifest.path = Some(path.to_owned());
         Ok(manifest)
     }

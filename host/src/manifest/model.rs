@@ -62,6 +62,9 @@ pub struct ModelSection {
     pub stop_at: Option<BTreeSet<String>>,
     /// The most calls of one model turn that run at once (default: all of them).
     pub max_parallel_calls: Option<NonZeroUsize>,
+    /// The most calls one model turn may make (default 32); the calls past it are not run,
+    /// and the model is told so.
+    pub max_calls_per_turn: Option<NonZeroUsize>,
     /// How many tools a request offers: `"all"`, or the best `k` for the conversation (the
     /// local model: 3 unless set; other models: all).
     pub tool_limit: Option<ToolLimit>,

@@ -94,6 +94,7 @@ fn every_model_key_is_read() {
         stream = false
         stop_at = ["add"]
         max_parallel_calls = 2
+        max_calls_per_turn = 8
         tool_limit = 4
     "#;
     let manifest = parse(text).unwrap_or_else(|e| panic!("{e:?}"));
@@ -107,6 +108,7 @@ fn every_model_key_is_read() {
     assert!(agent.temperature.is_some() && agent.max_tokens.is_some());
     assert!(agent.max_rounds.is_some() && agent.system.is_some() && agent.stream.is_some());
     assert!(agent.stop_at.is_some() && agent.max_parallel_calls.is_some());
+    assert!(agent.max_calls_per_turn.is_some());
     assert_eq!(agent.tool_limit, Some(model::ToolLimit::Top(4)));
     let keys_in_text = text.lines().filter(|l| l.contains(" = ")).count();
     let debug = format!("{:?}", manifest.model);

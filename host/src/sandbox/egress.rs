@@ -1,15 +1,18 @@
-//! Network egress: outgoing HTTP through `wasi:http` and raw sockets, only to granted hosts.
+//! Network egress: outgoing HTTP through `wasi:http` and raw sockets, only to granted hosts;
+//! an HTTP request to a granted name goes only to an address [`resolve`] checked.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use http_body_util::BodyExt;
 use wasmtime_wasi::sockets::SocketAddrUse;
 use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::grants::HostPattern;
+use super::resolve::{self, Refusal};
 
 /// A capability a call tried to use and was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,14 +106,146 @@ impl WasiHttpHooks for HttpEgress {
             );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
-        tracing::debug!(%host, port, "outgoing HTTP request allowed");
+        let host = host.to_owned();
+        let allowed = self.allowed.clone();
+        let denials = self.denials.clone();
         Box::new(async move {
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            let io: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send> = Box::new(io);
-            Ok((response.map(BodyExt::boxed_unsync), io))
+            let addrs = match resolve::addresses(&allowed, &host, port).await {
+                Ok(addrs) => addrs,
+                Err(Refusal::Unresolved(name)) => {
+                    tracing::debug!(%name, "the granted host has no address");
+                    return Err(wasmtime_wasi_http::Error::DnsError {
+                        rcode: Some("address not available".to_owned()),
+                        info_code: Some(0),
+                    });
+                }
+                Err(Refusal::Internal(ip, kind)) => {
+                    denials.record(
+                        format!(
+                            "HTTP access to {host}:{port}, which resolves to {ip}, a {kind} \
+                             address (a granted name never reaches one)"
+                        ),
+                        grant_hint("http", &ip.to_string(), port, None),
+                    );
+                    return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
+                }
+            };
+            tracing::debug!(%host, port, ?addrs, "outgoing HTTP request allowed");
+            send_to(&addrs, &host, https, request, options).await
         })
     }
 }
+
+/// Sends `request` over a connection to the first of `addrs` that answers: addresses that
+/// were checked, so that no second name lookup can lead elsewhere. TLS checks the
+/// certificate against `host`. (What `wasmtime_wasi_http::default_send_request` does, but
+/// for the address it is given.)
+async fn send_to(
+    addrs: &[SocketAddr],
+    host: &str,
+    https: bool,
+    mut request: http::Request<WasiBody>,
+    options: Option<RequestOptions>,
+) -> wasmtime_wasi_http::Result<(
+    http::Response<WasiBody>,
+    Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
+)> {
+    use wasmtime_wasi_http::Error;
+    const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+    let connect_timeout = options
+        .and_then(|o| o.connect_timeout)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let first_byte_timeout = options
+        .and_then(|o| o.first_byte_timeout)
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let io = connect_to(addrs, host, https, connect_timeout).await?;
+    let (mut sender, connection) = tokio::time::timeout(
+        connect_timeout,
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)),
+    )
+    .await
+    .map_err(|_| Error::ConnectionTimeout)??;
+    // The request carries the scheme and authority, which go on the wire only to a proxy.
+    let path = request
+        .uri()
+        .path_and_query()
+        .map_or("/", http::uri::PathAndQuery::as_str)
+        .to_owned();
+    *request.uri_mut() = http::Uri::builder()
+        .path_and_query(path)
+        .build()
+        .map_err(|_| Error::HttpRequestUriInvalid)?;
+    // The connection is driven on its own task while the response is awaited and read.
+    let (done, finished) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let _ = done.send(connection.await);
+    });
+    let response = tokio::time::timeout(first_byte_timeout, sender.send_request(request))
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)??;
+    let io = async move {
+        match finished.await {
+            Ok(Err(error)) if error.is_timeout() => Err(Error::HttpResponseTimeout),
+            Ok(Err(error)) => Err(Error::from(error)),
+            Ok(Ok(())) | Err(_) => Ok(()),
+        }
+    };
+    Ok((
+        response.map(|body| body.map_err(Error::from).boxed_unsync()),
+        Box::new(io),
+    ))
+}
+
+/// A connection to the first of `addrs` that answers within `timeout`, over TLS (checking the
+/// certificate against `host`) when `https`.
+async fn connect_to(
+    addrs: &[SocketAddr],
+    host: &str,
+    https: bool,
+    timeout: Duration,
+) -> wasmtime_wasi_http::Result<Box<dyn Stream>> {
+    use wasmtime_wasi_http::Error;
+    let connect = async {
+        let mut last = Error::ConnectionRefused;
+        for addr in addrs {
+            match tokio::net::TcpStream::connect(addr).await {
+                Ok(stream) => return Ok(stream),
+                Err(error) => last = Error::Connect(error),
+            }
+        }
+        Err(last)
+    };
+    let stream = tokio::time::timeout(timeout, connect)
+        .await
+        .map_err(|_| Error::ConnectionTimeout)??;
+    if !https {
+        return Ok(Box::new(stream));
+    }
+    // The roots are parsed once per process, not at every request.
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let roots = rustls::RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.into(),
+        };
+        Arc::new(
+            rustls::ClientConfig::builder()
+                .with_root_certificates(roots)
+                .with_no_client_auth(),
+        )
+    });
+    let name = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => rustls::pki_types::ServerName::from(ip),
+        Err(_) => rustls::pki_types::ServerName::try_from(host.to_owned())?,
+    };
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    Ok(Box::new(
+        connector.connect(name, stream).await.map_err(Error::Tls)?,
+    ))
+}
+
+/// A connection's byte stream, plain or TLS.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static> Stream for T {}
 
 /// The check wasmtime-wasi runs before every socket bind, connect or send: connections only
 /// to granted `host:port`s (names resolved when checked), binds only to an ephemeral port on

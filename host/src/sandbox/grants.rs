@@ -30,7 +30,11 @@ pub struct Grants {
     #[serde(default)]
     pub env: Vec<EnvGrant>,
     /// Hosts the tool may send HTTP requests to: `example.com`, `example.com:8080` or
-    /// `*.example.com` (every subdomain, not `example.com` itself).
+    /// `*.example.com` (every subdomain, not `example.com` itself; a wildcard matches names,
+    /// never addresses). A name is resolved once and the request goes to an address that was
+    /// checked: never to a loopback, private, link-local or metadata address (127.0.0.0/8,
+    /// ::1, 10/8, 172.16/12, 192.168/16, 169.254/16, fc00::/7, fe80::/10) unless a grant
+    /// names that address itself, such as `127.0.0.1:8080`.
     #[serde(default)]
     pub http: Vec<HostPattern>,
     /// `host:port` addresses the tool may open TCP or UDP connections to with `wasi:sockets`.
@@ -91,9 +95,10 @@ fn covers_host(patterns: &[HostPattern], requested: &str) -> bool {
     })
 }
 
-/// A host directory made visible to a tool.
+/// A host directory made visible to a tool. Neither path may be empty (an empty host path
+/// would grant the manifest's own directory without saying so; write `.` for that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "RawDirGrant")]
 pub struct DirGrant {
     /// The directory on the host.
     pub host: PathBuf,
@@ -102,6 +107,43 @@ pub struct DirGrant {
     /// Whether the tool may create, change and delete files in it. Read-only by default.
     #[serde(default)]
     pub write: bool,
+}
+
+/// A [`DirGrant`] as written, before its paths are checked.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDirGrant {
+    host: PathBuf,
+    guest: String,
+    #[serde(default)]
+    write: bool,
+}
+
+impl TryFrom<RawDirGrant> for DirGrant {
+    type Error = String;
+
+    fn try_from(raw: RawDirGrant) -> Result<Self, Self::Error> {
+        let empty = |key: &str, what: &str| {
+            format!("the `{key}` of a directory grant (grants.dirs) is empty; give {what}")
+        };
+        if raw.host.as_os_str().is_empty() {
+            return Err(empty(
+                "host",
+                "the host directory to grant (`.` for the manifest's own directory)",
+            ));
+        }
+        if raw.guest.is_empty() {
+            return Err(empty(
+                "guest",
+                "the path the tool sees it under, such as `/data`",
+            ));
+        }
+        Ok(Self {
+            host: raw.host,
+            guest: raw.guest,
+            write: raw.write,
+        })
+    }
 }
 
 impl DirGrant {
@@ -193,6 +235,10 @@ impl HostPattern {
     fn matches_host(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         if self.wildcard {
+            // A wildcard matches names: `*.0.0.1` is no grant of 127.0.0.1.
+            if host.parse::<std::net::IpAddr>().is_ok() {
+                return false;
+            }
             host.len() > self.host.len() + 1
                 && host.ends_with(&self.host)
                 && host.as_bytes()[host.len() - self.host.len() - 1] == b'.'
@@ -336,6 +382,17 @@ mod tests {
     }
 
     #[test]
+    fn wildcards_never_match_addresses() {
+        assert!(!pattern("*.0.0.1").matches("127.0.0.1", 80));
+        assert!(!pattern("*.169.254").matches("169.254.169.254", 80));
+        assert!(!pattern("*.0.1").matches("::ffff:127.0.0.1", 80));
+        assert!(
+            pattern("127.0.0.1").matches("127.0.0.1", 80),
+            "an address grant does"
+        );
+    }
+
+    #[test]
     fn ipv6_needs_brackets() {
         assert!(pattern("[::1]:80").matches("::1", 80));
         assert!("::1:80".parse::<HostPattern>().is_err());
@@ -383,5 +440,28 @@ mod tests {
         assert_eq!(d.host, PathBuf::from("./data"));
         assert_eq!(d.guest, "/data");
         assert!(DirGrant::parse("::/data", true).is_err());
+    }
+
+    #[test]
+    fn dir_grants_with_an_empty_path_are_refused_in_a_manifest_too() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)] // Read by Debug only.
+        struct Section {
+            dirs: Vec<DirGrant>,
+        }
+        let read = |text: &str| toml::from_str::<Section>(text).map_err(|e| e.to_string());
+        let error = read(r#"dirs = [{ host = "", guest = "/data" }]"#).unwrap_err();
+        assert!(
+            error.contains("the `host` of a directory grant (grants.dirs) is empty"),
+            "{error}"
+        );
+        let error = read(r#"dirs = [{ host = "data", guest = "" }]"#).unwrap_err();
+        assert!(
+            error.contains("the `guest` of a directory grant"),
+            "{error}"
+        );
+        let error = read(r#"dirs = [{ host = "data", guest = "/d", mode = 1 }]"#).unwrap_err();
+        assert!(error.contains("unknown field `mode`"), "{error}");
+        assert!(read(r#"dirs = [{ host = ".", guest = "/data" }]"#).is_ok());
     }
 }

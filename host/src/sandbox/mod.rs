@@ -10,6 +10,7 @@ mod egress;
 mod grants;
 pub(crate) mod limits;
 mod output;
+mod resolve;
 pub(crate) mod store;
 
 use std::path::PathBuf;
@@ -20,6 +21,7 @@ use wasmtime_wasi::FsPerms;
 pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{Limits, LimitsConfig};
 pub use output::CapturedLog;
+pub use resolve::HOSTS_FILE_VARIABLE;
 
 use crate::error::LoadError;
 

@@ -277,6 +277,22 @@ impl WireFormat for Anthropic {
     fn finish(stream: StreamState) -> Result<ChatResponse, WireError> {
         stream.finish()
     }
+
+    fn progress(stream: &StreamState) -> usize {
+        let blocks: usize = stream
+            .blocks
+            .values()
+            .map(|block| match block {
+                Block::ToolUse { call, .. } => 1 + call.arguments.len(),
+                Block::Text | Block::Thinking => 1,
+            })
+            .sum();
+        stream.text.len()
+            + blocks
+            + stream.thinking
+            + usize::from(stream.finish.is_some())
+            + usize::from(stream.stopped)
+    }
 }
 
 /// A call's arguments as the `input` object. The loop records `{}` for arguments that are
@@ -345,6 +361,8 @@ pub struct StreamState {
     /// Set by `message_start`, which begins every stream.
     usage: Option<Usage>,
     stopped: bool,
+    /// How many thinking and signature deltas came (their content is not kept).
+    thinking: usize,
 }
 
 impl StreamState {
@@ -409,7 +427,7 @@ impl StreamState {
             (Delta::InputJson { partial_json }, Block::ToolUse { call, .. }) => {
                 call.arguments.push_str(&partial_json);
             }
-            (Delta::Thinking {} | Delta::Signature {}, Block::Thinking) => {}
+            (Delta::Thinking {} | Delta::Signature {}, Block::Thinking) => self.thinking += 1,
             (delta, block) => {
                 return Err(format!(
                     "a content_block_delta event brings {} to block {index}, which is a {} \

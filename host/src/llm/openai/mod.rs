@@ -143,6 +143,18 @@ impl WireFormat for OpenAi {
     fn finish(stream: StreamState) -> Result<ChatResponse, WireError> {
         stream.finish()
     }
+
+    fn progress(stream: &StreamState) -> usize {
+        let calls: usize = stream
+            .calls
+            .values()
+            .map(|call| 1 + call.id.len() + call.name.len() + call.arguments.len())
+            .sum();
+        stream.text.len()
+            + calls
+            + usize::from(stream.finish.is_some())
+            + usize::from(stream.usage.is_some())
+    }
 }
 
 fn message(message: &Message) -> RequestMessage<'_> {
@@ -297,7 +309,13 @@ impl StreamState {
                     .iter()
                     .any(|field| field.as_deref().is_some_and(|s| !s.is_empty()));
                 match self.calls.keys().next_back() {
-                    Some(&last) if starts_new => last + 1,
+                    Some(&last) if starts_new => last.checked_add(1).ok_or_else(|| {
+                        WireError::from(format!(
+                            "in a stream chunk, a tool call without an index follows the call \
+                             with index {last}, the largest there is \
+                             (choices[0].delta.tool_calls[].index)"
+                        ))
+                    })?,
                     Some(&last) => last,
                     None => 0,
                 }
