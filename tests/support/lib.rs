@@ -5,6 +5,7 @@ pub mod cli;
 pub mod conformance;
 pub mod error;
 pub mod eval;
+pub mod load;
 pub mod mcp;
 pub mod model;
 pub mod peers;
