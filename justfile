@@ -65,3 +65,24 @@ lint:
 bench:
     cargo build --release -p toolhost --bin host
     cargo bench -p toolhost-tests --bench calls
+
+# Every answer is checked; the soak fails on a wrong answer or on memory that grows from the
+# middle to the end (tests/soak/main.rs says why that margin). Flags go to the driver:
+# `just soak --calls 20000 --stateless`. SOAK_HOST=path soaks that binary instead of a release build.
+# The soak: 16 clients, 100,000 calls to `host mcp --http` (release), calls/s, p50/p99, memory.
+soak *FLAGS: tools
+    #!/usr/bin/env bash
+    set -euo pipefail
+    target=${CARGO_TARGET_DIR:-target}
+    host=${SOAK_HOST:-}
+    if [[ -z $host ]]; then
+      cargo build --release -p toolhost --bin host
+      host=$target/release/host
+    fi
+    cargo build -p toolhost-tests --bin soak
+    "$target/debug/soak" --host "$host" {{FLAGS}}
+
+# Three replicas of `host mcp --http` behind HAProxy, one killed mid-load (also in `just test`).
+scale-out:
+    cargo build -p toolhost --bin host
+    cargo test -p toolhost-tests --test scale_out
