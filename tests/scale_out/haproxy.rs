@@ -89,7 +89,7 @@ frontend mcp
 backend replicas
     balance roundrobin
     option httpchk
-    http-check send meth GET uri /health ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check send meth GET uri /health ver HTTP/1.1 hdr Host localhost
     http-check expect status 200
     # Which replica answered: the tests check stickiness with it.
     http-response set-header x-replica %s
