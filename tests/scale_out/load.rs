@@ -98,6 +98,8 @@ impl fmt::Display for Report {
 /// Shared by the clients and the one who kills.
 struct Shared {
     stop: AtomicBool,
+    /// Calls sent, counted before each is sent: an event is recorded for each after.
+    sent: AtomicU64,
     next: AtomicU64,
     kill_at: Mutex<Option<Instant>>,
     events: Mutex<Vec<Event>>,
@@ -143,12 +145,18 @@ async fn client(index: usize, url: String, sessions: bool, shared: Arc<Shared>) 
         }
         let n = shared.next.fetch_add(1, Ordering::Relaxed);
         let (a, b) = (n as f64, 0.25);
+        shared.sent.fetch_add(1, Ordering::Relaxed);
         let began = Instant::now();
         let answer = rpc.call("add", &json!({ "a": a, "b": b })).await;
         let took = began.elapsed();
         let wrong = match &answer {
             Ok(answer) => match tool_text(&answer.message) {
-                Ok(text) if text == json!({ "result": a + b }).to_string() => None,
+                Ok(text)
+                    if serde_json::from_str::<serde_json::Value>(text).ok()
+                        == Some(json!({ "result": a + b })) =>
+                {
+                    None
+                }
                 Ok(text) => Some(format!("add({a}, {b}) answered {text}")),
                 Err(error) => Some(error),
             },
@@ -180,6 +188,7 @@ async fn client(index: usize, url: String, sessions: bool, shared: Arc<Shared>) 
 pub async fn run(haproxy: &Haproxy, servers: &mut [HttpServer], sessions: bool) -> Report {
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
+        sent: AtomicU64::new(0),
         next: AtomicU64::new(0),
         kill_at: Mutex::new(None),
         events: Mutex::new(Vec::new()),
@@ -240,6 +249,7 @@ pub async fn run(haproxy: &Haproxy, servers: &mut [HttpServer], sessions: bool) 
     let events = shared.events.lock().unwrap().clone();
     let sessions_made = shared.sessions.lock().unwrap().clone();
     let mut report = tally(&events, &victim, marked_down);
+    report.sent = shared.sent.load(Ordering::Relaxed);
     report.idle_session = idle_session;
     report.sessions_on_killed = first_sessions
         .iter()
@@ -266,7 +276,6 @@ fn tally(events: &[Event], victim: &str, marked_down: Option<Duration>) -> Repor
     };
     let mut failures: std::collections::BTreeMap<String, u64> = Default::default();
     for event in events {
-        report.sent += 1;
         report.longest_wait = report.longest_wait.max(event.took);
         let on_killed = event.session_on.as_deref() == Some(victim);
         match &event.outcome {
