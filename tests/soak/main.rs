@@ -16,6 +16,7 @@
 
 mod workload;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -114,6 +115,8 @@ async fn start_server(options: &Options) -> anyhow::Result<(Child, String)> {
 #[derive(Default)]
 struct Tally {
     latencies: Vec<Duration>,
+    /// The latencies of each tool.
+    by_tool: BTreeMap<&'static str, Vec<Duration>>,
     wrong: Vec<String>,
     wrong_count: u64,
 }
@@ -185,7 +188,9 @@ async fn main() -> anyhow::Result<()> {
                 let call = workload.call(n);
                 let began = Instant::now();
                 let answer = client.call(call.tool, &call.arguments).await;
-                mine.latencies.push(began.elapsed());
+                let took = began.elapsed();
+                mine.latencies.push(took);
+                mine.by_tool.entry(call.tool).or_default().push(took);
                 let verdict = answer
                     .map_err(|failure| failure.to_string())
                     .and_then(|answer| tool_text(&answer.message).map(str::to_owned))
@@ -207,6 +212,13 @@ async fn main() -> anyhow::Result<()> {
             }
             let mut tally = tally.lock().await;
             tally.latencies.append(&mut mine.latencies);
+            for (tool, mut latencies) in mine.by_tool {
+                tally
+                    .by_tool
+                    .entry(tool)
+                    .or_default()
+                    .append(&mut latencies);
+            }
             tally.wrong.append(&mut mine.wrong);
             tally.wrong_count += mine.wrong_count;
         }));
@@ -231,6 +243,15 @@ async fn main() -> anyhow::Result<()> {
         percentile(&tally.latencies, 99.0).as_secs_f64() * 1e3,
         percentile(&tally.latencies, 100.0).as_secs_f64() * 1e3,
     );
+    for (tool, latencies) in &mut tally.by_tool {
+        latencies.sort();
+        println!(
+            "soak:   {tool:<16} {:>6} calls, p50 {:>8.2} ms, p99 {:>8.2} ms",
+            latencies.len(),
+            percentile(latencies, 50.0).as_secs_f64() * 1e3,
+            percentile(latencies, 99.0).as_secs_f64() * 1e3,
+        );
+    }
     println!(
         "soak: server RSS start {:.1} MiB, middle {:.1} MiB, end {:.1} MiB (end - middle: {:+.1} MiB)",
         mib(rss_start),
