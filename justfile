@@ -69,8 +69,10 @@ bench:
 # Every answer is checked; the soak fails on a wrong answer or on memory that grows from the
 # middle to the end (tests/soak/main.rs says why that margin). Flags go to the driver:
 # `just soak --calls 20000 --stateless`. SOAK_HOST=path soaks that binary instead of a release build.
+# Needs the example tools (`just tools`); they are compiled first, as a deployment would
+# (docs/deploy.md), so the server under test starts from the compile cache.
 # The soak: 16 clients, 100,000 calls to `host mcp --http` (release), calls/s, p50/p99, memory.
-soak *FLAGS: tools
+soak *FLAGS:
     #!/usr/bin/env bash
     set -euo pipefail
     target=${CARGO_TARGET_DIR:-target}
@@ -80,6 +82,7 @@ soak *FLAGS: tools
       host=$target/release/host
     fi
     cargo build -p toolhost-tests --bin soak
+    "$host" tools example-tools/toolhost.toml > /dev/null
     "$target/debug/soak" --host "$host" {{FLAGS}}
 
 # Three replicas of `host mcp --http` behind HAProxy, one killed mid-load (also in `just test`).
