@@ -71,8 +71,9 @@ pub fn config(port: u16, stats_port: u16, replicas: &[String], sessions: bool) -
 defaults
     mode http
     timeout connect 1s
-    timeout client 30s
-    timeout server 30s
+    # Longer than the longest call: the manifest's timeout (30 s by default).
+    timeout client 60s
+    timeout server 60s
     retries 2
     option redispatch
     default-server inter {INTER} fall {FALL} rise 2 observe layer4 error-limit 1 on-error mark-down
