@@ -165,22 +165,79 @@ pub enum ProviderError {
     },
 }
 
-impl ProviderError {
-    /// A short, stable name for the kind of error.
-    pub fn kind(&self) -> &'static str {
+/// The kind of a [`ProviderError`], for callers that branch on it and for JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ProviderErrorKind {
+    /// [`ProviderError::MissingApiKey`].
+    MissingApiKey,
+    /// [`ProviderError::Unauthorized`].
+    Unauthorized,
+    /// [`ProviderError::ToolsNotSupported`].
+    ToolsNotSupported,
+    /// [`ProviderError::Status`].
+    Status,
+    /// [`ProviderError::Timeout`].
+    Timeout,
+    /// [`ProviderError::RetryAfter`].
+    RetryAfter,
+    /// [`ProviderError::TooLarge`].
+    TooLarge,
+    /// [`ProviderError::Connection`].
+    Connection,
+    /// [`ProviderError::Disconnected`].
+    Disconnected,
+    /// [`ProviderError::Client`].
+    Client,
+    /// [`ProviderError::Protocol`].
+    Protocol,
+    /// [`ProviderError::Local`].
+    Local,
+}
+
+impl ProviderErrorKind {
+    /// Its name: `missing_api_key`, `timeout`, ... (as it is serialized).
+    pub fn as_str(self) -> &'static str {
         match self {
-            Self::MissingApiKey { .. } => "missing_api_key",
-            Self::Unauthorized { .. } => "unauthorized",
-            Self::ToolsNotSupported { .. } => "tools_not_supported",
-            Self::Status { .. } => "status",
-            Self::Timeout { .. } => "timeout",
-            Self::RetryAfter { .. } => "retry_after",
-            Self::TooLarge { .. } => "too_large",
-            Self::Connection { .. } => "connection",
-            Self::Disconnected { .. } => "disconnected",
-            Self::Client { .. } => "client",
-            Self::Protocol { .. } => "protocol",
-            Self::Local { .. } => "local",
+            Self::MissingApiKey => "missing_api_key",
+            Self::Unauthorized => "unauthorized",
+            Self::ToolsNotSupported => "tools_not_supported",
+            Self::Status => "status",
+            Self::Timeout => "timeout",
+            Self::RetryAfter => "retry_after",
+            Self::TooLarge => "too_large",
+            Self::Connection => "connection",
+            Self::Disconnected => "disconnected",
+            Self::Client => "client",
+            Self::Protocol => "protocol",
+            Self::Local => "local",
+        }
+    }
+}
+
+impl fmt::Display for ProviderErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ProviderError {
+    /// The kind of error.
+    pub fn kind(&self) -> ProviderErrorKind {
+        match self {
+            Self::MissingApiKey { .. } => ProviderErrorKind::MissingApiKey,
+            Self::Unauthorized { .. } => ProviderErrorKind::Unauthorized,
+            Self::ToolsNotSupported { .. } => ProviderErrorKind::ToolsNotSupported,
+            Self::Status { .. } => ProviderErrorKind::Status,
+            Self::Timeout { .. } => ProviderErrorKind::Timeout,
+            Self::RetryAfter { .. } => ProviderErrorKind::RetryAfter,
+            Self::TooLarge { .. } => ProviderErrorKind::TooLarge,
+            Self::Connection { .. } => ProviderErrorKind::Connection,
+            Self::Disconnected { .. } => ProviderErrorKind::Disconnected,
+            Self::Client { .. } => ProviderErrorKind::Client,
+            Self::Protocol { .. } => ProviderErrorKind::Protocol,
+            Self::Local { .. } => ProviderErrorKind::Local,
         }
     }
 }
@@ -337,6 +394,21 @@ pub(crate) fn excerpt(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_named_as_it_is_serialized() {
+        for kind in [
+            ProviderErrorKind::MissingApiKey,
+            ProviderErrorKind::RetryAfter,
+        ] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, kind.as_str());
+        }
+        let error = ProviderError::Local {
+            message: "gone".into(),
+        };
+        assert_eq!(error.kind(), ProviderErrorKind::Local);
+    }
 
     fn unauthorized(status: u16, key: KeyOrigin) -> String {
         ProviderError::Unauthorized {

@@ -27,7 +27,7 @@ use serde_json::Value;
 pub use crate::manifest::model::{LocalFormat, ProviderKind};
 pub use anthropic::{Anthropic, AnthropicProvider};
 pub use config::ModelConfig;
-pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError};
+pub use error::{ApiKey, BoxError, KeyOrigin, ProviderError, ProviderErrorKind};
 pub use http::HttpOptions;
 pub(crate) use json_in_text::json_in_text;
 pub use openai::{OpenAi, OpenAiProvider};
