@@ -10,6 +10,8 @@ mod anthropic;
 mod config;
 mod documents;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 pub mod local;
 mod openai;
