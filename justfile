@@ -60,6 +60,13 @@ lint:
     python3 scripts/check-structure.py --self-test
     python3 scripts/check-structure.py
 
+# Fuzz every decoder of outside data (manifest, component bytes, tool arguments, model streams
+# and bodies, MCP messages both ways, saved run state) for SECONDS each, with nightly's
+# cargo-fuzz (installed when missing); prints executions, corpus and findings per target.
+# `just fuzz 60 manifest arguments` runs only those. Components seed from example-tools/dist.
+fuzz SECONDS="300" *TARGETS:
+    fuzz/run.sh {{SECONDS}} {{TARGETS}}
+
 # Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time,
 # and `host mcp` against a minimal MCP server (`BENCH=mcp just bench` for that part alone).
 bench:

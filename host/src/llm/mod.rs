@@ -9,6 +9,8 @@
 mod anthropic;
 mod config;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod json_in_text;
 pub mod local;

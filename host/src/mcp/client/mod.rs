@@ -43,6 +43,8 @@
 
 mod config;
 mod connection;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod lines;
 mod result;

@@ -237,7 +237,7 @@ async fn read_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: Tail)
 /// `max_line`, or one that is JSON with an `id` but not a JSON-RPC message, is turned into
 /// an error answer to that `id`; a line that is not JSON at all is logged and kept for the
 /// error message of whatever call then times out.
-async fn read_messages(
+pub(super) async fn read_messages(
     server: String,
     stdout: impl AsyncRead + Unpin,
     max_line: usize,

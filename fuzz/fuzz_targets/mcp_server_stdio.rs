@@ -1,0 +1,46 @@
+//! What an MCP client writes to `host mcp` on stdio: after `initialize`, any lines. Every
+//! line the server writes back must be one JSON-RPC message.
+#![no_main]
+
+use std::io::Cursor;
+
+use libfuzzer_sys::fuzz_target;
+use tokio::io::AsyncReadExt as _;
+use toolhost::mcp::server::{McpServer, StdioOptions, serve_lines};
+use toolhost_fuzz::{block_on, host};
+
+/// The start of every session: what a client sends before anything else.
+const START: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+"#;
+
+fuzz_target!(|bytes: &[u8]| {
+    let input = Cursor::new([START, bytes].concat());
+    let (output, mut answers) = tokio::io::duplex(64 * 1024);
+    let options = StdioOptions {
+        max_message: 1024,
+        ..StdioOptions::default()
+    };
+    let server = McpServer::new(host());
+    let written = block_on(async move {
+        let reading = async {
+            let mut written = Vec::new();
+            answers.read_to_end(&mut written).await.map(|_| written)
+        };
+        let serving = serve_lines(server, input, output, options, std::future::pending());
+        let (served, written) = tokio::join!(serving, reading);
+        served.expect("the session ends when the input does");
+        written.expect("the answers can be read")
+    });
+    for line in written
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+    {
+        if let Err(error) = serde_json::from_slice::<serde_json::Value>(line) {
+            panic!(
+                "the server wrote a line that is not JSON ({error}): {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+});
