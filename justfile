@@ -42,6 +42,7 @@ demo:
 test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
+    scripts/setup-haproxy.sh
     scripts/test-guests.sh
     cargo test --workspace
 
