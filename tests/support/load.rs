@@ -129,18 +129,10 @@ impl RpcClient {
     }
 
     async fn send(&self, message: &Value) -> Result<reqwest::Response, Failure> {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(message.to_string());
-        if let Some(session) = &self.session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        request.send().await.map_err(failure)
+        crate::mcp::post(&self.http, &self.url, self.session.as_deref(), message)
+            .send()
+            .await
+            .map_err(failure)
     }
 }
 

@@ -383,17 +383,7 @@ impl HttpClient {
 
     /// A POST of `body` with the session and the headers, not yet sent.
     pub fn post(&self, body: &Value) -> reqwest::RequestBuilder {
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string());
-        if let Some(session) = &self.session {
-            request = request
-                .header("mcp-session-id", session)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
+        let mut request = post(&self.http, &self.url, self.session.as_deref(), body);
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
@@ -474,4 +464,25 @@ pub fn messages(body: &str) -> Vec<Value> {
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str(data.trim()).ok())
         .collect()
+}
+
+/// A Streamable HTTP POST of `body` to `url`, in `session` when there is one: the headers
+/// every MCP request over HTTP carries.
+pub fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    let request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    match session {
+        Some(session) => request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25"),
+        None => request,
+    }
 }
