@@ -122,11 +122,13 @@ impl McpArgs {
                 pass_meta: self.pass_meta.iter().cloned().collect(),
             });
         host = tools_of(host, &self.target, &self.grants)?;
+        // Watched from now: a SIGTERM while the tools load stops serving as soon as it starts.
+        let terminated = server::terminated();
         let (server, failed) = start(host, self.ready_wait.0).await?;
         // Serving stops on SIGTERM, or when the tools fail to load after it began.
         let stop = async {
             tokio::select! {
-                () = server::terminated() => {}
+                () = terminated => {}
                 _ = failed.notified() => {}
             }
         };

@@ -526,12 +526,15 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Waits for SIGTERM (Unix): the signal `host mcp` drains and stops on.
-pub async fn terminated() {
+/// Waits for SIGTERM (Unix): the signal `host mcp` drains and stops on. The signal is watched
+/// from this call on, before the future is first polled, so a SIGTERM that arrives while the
+/// tools are still loading is not lost.
+pub fn terminated() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
+    let watched = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        #[cfg(unix)]
+        match watched {
             Ok(mut stream) => {
                 stream.recv().await;
             }
@@ -540,7 +543,7 @@ pub async fn terminated() {
                 std::future::pending::<()>().await;
             }
         }
+        #[cfg(not(unix))]
+        std::future::pending::<()>().await;
     }
-    #[cfg(not(unix))]
-    std::future::pending::<()>().await;
 }
