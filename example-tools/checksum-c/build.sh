@@ -18,7 +18,7 @@ build=${CARGO_TARGET_DIR:-$repo/target}/polyglot/checksum-c
 xtask() { (cd "$repo" && cargo run -q -p xtask -- "$@"); }
 
 rm -rf "$build" && mkdir -p "$build"
-xtask bindgen c --wit "$repo/wit" --world toolbox --out "$build/gen"
+xtask bindgen c --wit "$repo/wit/0.1.0" --world toolbox --out "$build/gen"
 "$toolchains/venv/bin/python" -m ziglang cc --target=wasm32-wasi -mexec-model=reactor \
   -std=c11 -O2 -s -Wall -Wextra -Werror -I "$build/gen" -o "$build/core.wasm" \
   "$here"/tool.c "$here"/json.c "$here"/checksums.c \

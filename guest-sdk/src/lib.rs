@@ -60,7 +60,7 @@
 //! # fn main() {
 //! # let tool = &Calculator::tools()[0];
 //! # let out = tool.call(r#"{"x": 475695037565}"#, &Default::default()).unwrap();
-//! # assert!(out.starts_with("689706.486532"));
+//! # assert!(out.text_parts().starts_with("689706.486532"));
 //! # }
 //! ```
 //!
@@ -84,9 +84,11 @@
 extern crate self as toolhost_sdk;
 
 pub mod http;
+mod output;
 mod tool;
 
-pub use tool::{CallContext, Capability, Tool, ToolError};
+pub use output::{Content, Output, ResourceContents, report};
+pub use tool::{Annotations, CallContext, Capability, Tool, ToolError};
 
 /// The tools a component offers. Implement it on a unit struct and pass that struct to
 /// [`export!`].
@@ -116,7 +118,7 @@ macro_rules! export {
                 name: ::std::string::String,
                 arguments: ::std::string::String,
                 context: $crate::__private::WitCallContext,
-            ) -> ::std::result::Result<::std::string::String, $crate::__private::WitToolError> {
+            ) -> ::std::result::Result<$crate::__private::WitToolResult, $crate::__private::WitToolError> {
                 $crate::__private::call(
                     <$toolbox as $crate::Toolbox>::tools(),
                     &name,
@@ -153,9 +155,12 @@ pub mod __private {
 
     use bindings::exports::toolhost::tool::tools as types;
     pub use bindings::exports::toolhost::tool::tools::Guest;
-    pub use types::{CallContext as WitCallContext, ToolError as WitToolError, ToolSpec};
+    pub use types::{
+        CallContext as WitCallContext, ToolError as WitToolError, ToolResult as WitToolResult,
+        ToolSpec,
+    };
 
-    use crate::{CallContext, Capability, Tool, ToolError};
+    use crate::{CallContext, Capability, Content, Output, ResourceContents, Tool, ToolError};
 
     /// The specs of `tools`, as the host reads them.
     pub fn describe(tools: Vec<Tool>) -> Vec<ToolSpec> {
@@ -179,9 +184,60 @@ pub mod __private {
                     })
                     .collect(),
                 name: tool.name,
+                title: tool.title,
+                annotations: types::Annotations {
+                    read_only: tool.annotations.read_only,
+                    destructive: tool.annotations.destructive,
+                    idempotent: tool.annotations.idempotent,
+                    open_world: tool.annotations.open_world,
+                },
                 description: tool.description,
             })
             .collect()
+    }
+
+    /// An [`Output`] as the host reads it.
+    fn result(output: Output) -> WitToolResult {
+        let content = output
+            .content
+            .into_iter()
+            .map(|part| match part {
+                Content::Text(text) => types::Content::Text(text),
+                Content::Image { data, mime_type } => {
+                    types::Content::Image(types::Media { data, mime_type })
+                }
+                Content::Audio { data, mime_type } => {
+                    types::Content::Audio(types::Media { data, mime_type })
+                }
+                Content::ResourceLink {
+                    uri,
+                    name,
+                    description,
+                    mime_type,
+                } => types::Content::ResourceLink(types::ResourceLink {
+                    uri,
+                    name,
+                    description,
+                    mime_type,
+                }),
+                Content::Resource {
+                    uri,
+                    mime_type,
+                    contents,
+                } => types::Content::EmbeddedResource(types::EmbeddedResource {
+                    uri,
+                    mime_type,
+                    contents: match contents {
+                        ResourceContents::Text(text) => types::ResourceContents::Text(text),
+                        ResourceContents::Blob(bytes) => types::ResourceContents::Blob(bytes),
+                    },
+                }),
+            })
+            .collect();
+        WitToolResult {
+            content,
+            structured: output.structured.map(|value| value.to_string()),
+        }
     }
 
     /// Runs the tool called `name`.
@@ -190,7 +246,7 @@ pub mod __private {
         name: &str,
         arguments: &str,
         context: WitCallContext,
-    ) -> Result<String, WitToolError> {
+    ) -> Result<WitToolResult, WitToolError> {
         let Some(tool) = tools.iter().find(|tool| tool.name == name) else {
             let names: Vec<&str> = tools.iter().map(Tool::name).collect();
             return Err(WitToolError::Failed(format!(
@@ -202,9 +258,11 @@ pub mod __private {
             call_id: context.call_id,
             values: context.values,
         };
-        tool.call(arguments, &context).map_err(|error| match error {
-            ToolError::InvalidArguments(message) => WitToolError::InvalidArguments(message),
-            ToolError::Failed(message) => WitToolError::Failed(message),
-        })
+        tool.call(arguments, &context)
+            .map(result)
+            .map_err(|error| match error {
+                ToolError::InvalidArguments(message) => WitToolError::InvalidArguments(message),
+                ToolError::Failed(message) => WitToolError::Failed(message),
+            })
     }
 }

@@ -5,6 +5,8 @@ use std::fmt;
 use schemars::{JsonSchema, Schema, generate::SchemaSettings};
 use serde::{Serialize, de::DeserializeOwned};
 
+use crate::output::{Content, Output};
+
 /// Why a call did not produce a result.
 ///
 /// The host reports the two cases differently to the model: invalid arguments are the model's
@@ -86,7 +88,22 @@ pub enum Capability {
     Socket(String),
 }
 
-type Handler = Box<dyn Fn(&str, &CallContext) -> Result<String, ToolError>>;
+type Handler = Box<dyn Fn(&str, &CallContext) -> Result<Output, ToolError>>;
+
+/// What a tool says about its own behaviour, for clients that show it or decide by it (MCP's
+/// tool annotations). Hints only: they grant and restrict nothing. Set them with the
+/// [`Tool`] methods of the same names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// The tool changes nothing in its environment.
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite something.
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool reaches an open world (the web, other people's systems).
+    pub open_world: Option<bool>,
+}
 
 /// One tool of a component: its name, its description, its schemas and its function.
 ///
@@ -96,6 +113,8 @@ pub struct Tool {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) capabilities: Vec<(Capability, String)>,
+    pub(crate) title: Option<String>,
+    pub(crate) annotations: Annotations,
     input_schema: fn() -> Schema,
     output_schema: fn() -> Schema,
     handler: Handler,
@@ -145,10 +164,65 @@ impl Tool {
             name: name.to_owned(),
             description: description.to_owned(),
             capabilities: Vec::new(),
+            title: None,
+            annotations: Annotations::default(),
             input_schema: schema_for::<A>,
             output_schema: schema_for::<R>,
             handler: Box::new(handler),
         }
+    }
+
+    /// A tool whose function returns an [`Output`]: text, images, audio, resources, in any
+    /// mix. It declares no output schema.
+    pub fn with_output<A, F>(name: &str, description: &str, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        F: Fn(A, &CallContext) -> Result<Output, ToolError> + 'static,
+    {
+        let handler = move |arguments: &str, context: &CallContext| {
+            let args: A = serde_json::from_str(arguments).map_err(|error| {
+                let schema = schema_for::<A>().to_value();
+                ToolError::invalid_arguments(format_args!(
+                    "{error}; send {}",
+                    example_arguments(&schema)
+                ))
+            })?;
+            function(args, context)
+        };
+        Self {
+            handler: Box::new(handler),
+            ..Self::with_context(name, description, |_: A, _: &CallContext| Ok(()))
+        }
+    }
+
+    /// Gives the tool a short title for people (a client's list of tools).
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_owned());
+        self
+    }
+
+    /// Says the tool changes nothing in its environment.
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only = Some(true);
+        self
+    }
+
+    /// Says whether the tool may destroy or overwrite something.
+    pub fn destructive(mut self, destructive: bool) -> Self {
+        self.annotations.destructive = Some(destructive);
+        self
+    }
+
+    /// Says calling the tool again with the same arguments has no further effect.
+    pub fn idempotent(mut self) -> Self {
+        self.annotations.idempotent = Some(true);
+        self
+    }
+
+    /// Says whether the tool reaches an open world (the web) or only a closed one.
+    pub fn open_world(mut self, open_world: bool) -> Self {
+        self.annotations.open_world = Some(open_world);
+        self
     }
 
     /// Asks for a capability, with the reason shown to whoever grants it.
@@ -174,7 +248,7 @@ impl Tool {
     }
 
     /// Runs the tool on `arguments` (a JSON object as text), as the host would.
-    pub fn call(&self, arguments: &str, context: &CallContext) -> Result<String, ToolError> {
+    pub fn call(&self, arguments: &str, context: &CallContext) -> Result<Output, ToolError> {
         (self.handler)(arguments, context)
     }
 }
@@ -262,12 +336,16 @@ fn example_arguments(schema: &serde_json::Value) -> String {
 }
 
 /// The result as the host receives it: a string as plain text, "nothing" (`()`, a unit struct)
-/// as no text at all, anything else as JSON (an `Option` that is `None` as `null`).
-fn render_result<R: Serialize + JsonSchema>(result: &R) -> Result<String, ToolError> {
+/// as no parts at all, anything else as JSON, both as text and as structured content (an
+/// `Option` that is `None` as `null`).
+fn render_result<R: Serialize + JsonSchema>(result: &R) -> Result<Output, ToolError> {
     match serde_json::to_value(result) {
-        Ok(serde_json::Value::String(text)) => Ok(text),
-        Ok(serde_json::Value::Null) if returns_nothing::<R>() => Ok(String::new()),
-        Ok(value) => Ok(value.to_string()),
+        Ok(serde_json::Value::String(text)) => Ok(Output::text(text)),
+        Ok(serde_json::Value::Null) if returns_nothing::<R>() => Ok(Output::default()),
+        Ok(value) => Ok(Output {
+            content: vec![Content::Text(value.to_string())],
+            structured: Some(value),
+        }),
         Err(error) => Err(ToolError::failed(format_args!(
             "the result could not be serialized: {error}"
         ))),
@@ -310,7 +388,9 @@ mod tests {
     #[test]
     fn call_deserializes_and_serializes() {
         let out = add_tool().call(r#"{"a": 1.5, "b": 2}"#, &CallContext::default());
-        assert_eq!(out, Ok("3.5".to_owned()));
+        let out = out.unwrap();
+        assert_eq!(out.text_parts(), "3.5");
+        assert_eq!(out.structured, Some(serde_json::json!(3.5)));
     }
 
     #[test]
@@ -333,14 +413,15 @@ mod tests {
         let tool = Tool::new("forget", "Forgets.", |_: Pair| Ok(()));
         assert_eq!(
             tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
-            Ok(String::new()),
+            Ok(Output::default()),
             "not `null`: the host says `Success` to the model"
         );
         assert_eq!(tool.output_schema(), None);
         // `None` of an `Option` is a value the tool returned.
         let tool = Tool::new("find", "Finds.", |_: Pair| Ok(None::<String>));
         assert_eq!(
-            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
+            tool.call(r#"{"a":0,"b":0}"#, &CallContext::default())
+                .map(|o| o.text_parts()),
             Ok("null".to_owned())
         );
         assert!(tool.output_schema().is_some());
@@ -380,7 +461,8 @@ mod tests {
         });
         for _ in 0..3 {
             assert_eq!(
-                tool.call(r#"{"n": 1}"#, &CallContext::default()),
+                tool.call(r#"{"n": 1}"#, &CallContext::default())
+                    .map(|o| o.text_parts()),
                 Ok(r#"{"n":2}"#.to_owned())
             );
         }
@@ -405,7 +487,7 @@ mod tests {
         };
         assert_eq!(
             tool.call(r#"{"a":0,"b":0}"#, &ctx),
-            Ok("user ada".to_owned())
+            Ok(Output::text("user ada"))
         );
     }
 }

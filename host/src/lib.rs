@@ -38,6 +38,7 @@
 
 pub mod agent;
 mod arguments;
+mod content;
 mod engine;
 mod english;
 mod error;
@@ -57,6 +58,8 @@ pub mod units;
 // The names an embedding application uses most, at the crate's root. Code inside the crate
 // imports each from the module that defines it.
 pub use arguments::{Arguments, ArgumentsError};
+pub use content::{ContentPart, EmbeddedResource, Media, ResourceLink};
+pub use engine::bindings::Contract;
 pub use engine::cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use engine::call::CallPhases;
 pub use engine::component::{ComponentConfig, LoadedComponent};
@@ -64,11 +67,9 @@ pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
-pub use manifest::{
-    ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolAnnotations, ToolOptions,
-};
+pub use manifest::{ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolOptions};
 pub use native_tools::NativeTools;
 pub use sandbox::{Grants, Limits};
-pub use source::{CallContext, Origin, SourceOptions, ToolImage, ToolOutput, ToolSource};
-pub use spec::{Capability, CapabilityRequest, ToolSpec, is_valid_tool_name};
+pub use source::{CallContext, Origin, SourceOptions, ToolOutput, ToolSource};
+pub use spec::{Capability, CapabilityRequest, ToolAnnotations, ToolSpec, is_valid_tool_name};
 pub use toolbox::{Catalog, SkippedSource, Toolbox, ToolboxBuilder};

@@ -140,6 +140,7 @@ impl NativeTools {
             output_schema: (output_schema.get("type").and_then(Value::as_str) != Some("string"))
                 .then_some(output_schema),
             requested: Vec::new(),
+            annotations: Default::default(),
         };
         self.tools.push((spec, handler));
         self

@@ -19,8 +19,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::arguments::Arguments;
+use crate::content::{ContentPart, Media};
 use crate::error::CallError;
-use crate::sandbox::{CapturedLog, Grants};
+use crate::sandbox::{CapturedLog, Grants, Observer};
 use crate::spec::ToolSpec;
 
 /// A source of tools.
@@ -155,6 +156,8 @@ pub struct CallContext {
     pub call_id: String,
     /// Key/value pairs such as a tenant or user id.
     pub values: BTreeMap<String, String>,
+    /// Who gets the tool's progress reports and log lines while it runs, if anyone.
+    pub observer: Option<Observer>,
 }
 
 /// A successful call's result, with what the tool logged.
@@ -166,10 +169,11 @@ pub struct ToolOutput {
     /// `structuredContent`); `text` then holds the same JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<serde_json::Value>,
-    /// Images the tool returned (an MCP server's image content), sent to models that accept
-    /// images in tool results.
+    /// The result's parts as the source gave them (a 0.2 component, an MCP server), in order;
+    /// empty when the result is `text` alone. `text` is what a model reads of them; images
+    /// also go to models that accept images in tool results.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<ToolImage>,
+    pub content: Vec<ContentPart>,
     /// What the tool wrote to stdout.
     pub stdout: CapturedLog,
     /// What the tool wrote to stderr.
@@ -183,32 +187,28 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// The images among its parts.
+    pub fn images(&self) -> impl Iterator<Item = &Media> {
+        self.content.iter().filter_map(|part| match part {
+            ContentPart::Image(image) => Some(image),
+            _ => None,
+        })
+    }
+
+    /// Whether it has nothing at all: no text, no parts.
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.content.is_empty()
+    }
+
     /// A result with `text` and nothing logged.
     pub fn text(text: impl Into<String>, duration: Duration) -> Self {
         Self {
             text: text.into(),
             structured: None,
-            images: Vec::new(),
+            content: Vec::new(),
             stdout: CapturedLog::default(),
             stderr: CapturedLog::default(),
             duration,
         }
-    }
-}
-
-/// An image in a tool's result.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ToolImage {
-    /// Its media type: `image/png`, `image/jpeg`, ...
-    pub mime_type: String,
-    /// The image bytes, base64-encoded (as MCP and the model APIs carry them).
-    pub data: String,
-}
-
-impl ToolImage {
-    /// How many bytes the image has, decoded (without decoding it).
-    pub fn size(&self) -> usize {
-        let padding = self.data.bytes().rev().take_while(|&b| b == b'=').count();
-        (self.data.len() / 4 * 3).saturating_sub(padding.min(2))
     }
 }

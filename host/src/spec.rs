@@ -21,6 +21,51 @@ pub struct ToolSpec {
     /// What it would like to be granted. Information only.
     #[serde(default)]
     pub requested: Vec<CapabilityRequest>,
+    /// What it says about its behaviour, and its title for people (the manifest may
+    /// override each).
+    #[serde(default, skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+}
+
+/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
+/// call (MCP's tool annotations): declared by the tool, overridden per field by the manifest.
+/// Hints only: nothing enforces them; the grants do.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolAnnotations {
+    /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// It changes nothing outside itself (MCP `readOnlyHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite data (MCP `destructiveHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+impl ToolAnnotations {
+    /// These annotations with each field `other` sets taking its place.
+    pub fn overridden_by(&self, other: &ToolAnnotations) -> ToolAnnotations {
+        ToolAnnotations {
+            title: other.title.clone().or_else(|| self.title.clone()),
+            read_only: other.read_only.or(self.read_only),
+            destructive: other.destructive.or(self.destructive),
+            idempotent: other.idempotent.or(self.idempotent),
+            open_world: other.open_world.or(self.open_world),
+        }
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        *self == ToolAnnotations::default()
+    }
 }
 
 /// A capability a tool asks for, and why.

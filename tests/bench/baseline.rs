@@ -15,7 +15,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-use exports::toolhost::tool::tools::CallContext;
+use exports::toolhost::tool::tools::{CallContext, Content};
 
 struct State {
     wasi: WasiCtx,
@@ -31,6 +31,12 @@ impl WasiView for State {
     }
 }
 
+/// A tool's reports go nowhere here: the baseline is the call alone.
+impl toolhost::tool::report::Host for State {
+    fn progress(&mut self, _: f64, _: Option<f64>, _: Option<String>) {}
+    fn log(&mut self, _: toolhost::tool::report::Level, _: String) {}
+}
+
 /// `iterations` calls of `add` on one instance, no limits, no argument checks.
 pub async fn raw_calls(
     engine: &Engine,
@@ -41,6 +47,10 @@ pub async fn raw_calls(
     let component = Component::from_file(engine, path)?;
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    toolhost::tool::report::add_to_linker::<State, wasmtime::component::HasSelf<State>>(
+        &mut linker,
+        |state| state,
+    )?;
     let mut store = Store::new(
         engine,
         State {
@@ -65,10 +75,14 @@ pub async fn raw_calls(
         if i >= 100 {
             samples.push(started.elapsed());
         }
-        assert!(
-            matches!(result.as_deref(), Ok("3.0")),
-            "add returned {result:?}"
-        );
+        let text = match &result {
+            Ok(result) => match result.content.as_slice() {
+                [Content::Text(text)] => Some(text.as_str()),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        assert_eq!(text, Some("3.0"), "add returned {result:?}");
     }
     Ok(samples)
 }

@@ -134,6 +134,7 @@ async fn the_call_context_reaches_the_tool() {
             ("tenant".into(), "acme".into()),
             ("user".into(), "ada".into()),
         ]),
+        ..CallContext::default()
     };
     let output = toolbox
         .call("context", "{}", &context)

@@ -140,7 +140,7 @@ async fn files_that_are_not_components_get_errors_that_say_what_they_are() {
 async fn a_component_for_another_world_is_rejected_with_what_it_exports() {
     let error = load_error(Path::new(NOT_A_TOOL)).await;
     assert_error_chain_contains(&error, "not-a-tool.wasm");
-    assert_error_chain_contains(&error, "does not export `toolhost:tool/tools@0.1.0`");
+    assert_error_chain_contains(&error, "does not export `toolhost:tool/tools@0.2.0`");
     // It lists what the component exports.
     assert_error_chain_contains(&error, "wasi:cli/run");
 }
@@ -187,4 +187,40 @@ async fn a_missing_granted_directory_is_a_load_error() {
     };
     assert_error_chain_contains(&error, "component `files`");
     assert_error_chain_contains(&error, "/definitely/not/here");
+}
+
+#[tokio::test]
+async fn components_built_for_contract_0_1_still_load_and_answer() {
+    // The C example is built against wit/0.1.0 (`just tools`): the host adapts it.
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../example-tools/dist/checksum-c.wasm");
+    let component = LoadedComponent::load(&runtime(), ComponentConfig::new(&old))
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", old.display()));
+    assert_eq!(component.contract(), toolhost::Contract::V0_1);
+    let toolbox = Toolbox::builder(&runtime())
+        .component(ComponentConfig::new(&old))
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let output = toolbox
+        .call("sha256", r#"{"text": "abc"}"#, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        output.text.contains("\"checksum\":\"ba7816bf"),
+        "{}",
+        output.text
+    );
+    assert!(output.content.is_empty(), "a 0.1 result is its text alone");
+    toolbox.shutdown().await;
+    let new = LoadedComponent::load(&runtime(), ComponentConfig::new(CALCULATOR))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(new.contract(), toolhost::Contract::V0_2);
+    let add = new
+        .tools()
+        .find(|spec| spec.name == "add")
+        .map(|spec| &spec.annotations);
+    assert_eq!(add.and_then(|a| a.title.as_deref()), Some("Add"));
+    assert_eq!(add.and_then(|a| a.read_only), Some(true));
 }

@@ -223,7 +223,8 @@ async fn results_of_every_kind_come_through() {
     let toolbox = toolbox(vec![fake("fake", &[])]).await;
     let image = call(&toolbox, "image", "{}").await.unwrap();
     assert_eq!(image.text, "a dot:");
-    assert_eq!(image.images[0].mime_type, "image/png");
+    let first = image.images().next().map(|image| image.mime_type.as_str());
+    assert_eq!(first, Some("image/png"));
     let structured = call(&toolbox, "structured", "{}").await.unwrap();
     assert_eq!(structured.text, r#"{"answer":42}"#, "the JSON once");
     let error = call(&toolbox, "failing", "{}").await.unwrap_err();

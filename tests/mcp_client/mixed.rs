@@ -202,7 +202,7 @@ async fn an_image_result_reaches_the_conversation_as_an_image() {
         .run(&mut conversation, &Default::default(), &mut |_| {})
         .await
         .unwrap();
-    assert_eq!(result.executions[0].images.len(), 1);
+    assert_eq!(result.executions[0].images().len(), 1);
     let images = conversation
         .messages()
         .iter()

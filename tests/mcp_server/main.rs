@@ -32,7 +32,7 @@ path = {MISBEHAVE:?}
 limits = {{ cpu_time = "120s", timeout = "120s" }}
 
 [tools.square_root]
-annotations = {{ title = "Square root", read_only = true, idempotent = true, open_world = false }}
+annotations = {{ title = "Root (from the manifest)", destructive = false }}
 
 [mcp]
 pass_meta = ["tenant", "count"]

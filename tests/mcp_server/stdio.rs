@@ -59,22 +59,35 @@ async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
             "fetch",
             "count",
             "remember",
-            "nothing", // misbehave
+            "nothing",
+            "report", // misbehave
         ]
     );
     let tools = listed["result"]["tools"].as_array().unwrap();
     let square_root = &tools[2];
-    assert_eq!(square_root["title"], "Square root");
+    // The manifest overrides what the tool says, field by field.
+    assert_eq!(square_root["title"], "Root (from the manifest)");
     assert_eq!(
         square_root["annotations"],
         json!({
-            "title": "Square root",
+            "title": "Root (from the manifest)",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": false,
+        })
+    );
+    // `add` has no annotations in the manifest: it is served with what the tool itself says.
+    assert_eq!(
+        tools[0]["annotations"],
+        json!({
+            "title": "Add",
             "readOnlyHint": true,
             "idempotentHint": true,
             "openWorldHint": false,
         })
     );
-    assert!(tools[0].get("annotations").is_none(), "{}", tools[0]);
+    assert!(tools[3].get("annotations").is_none(), "{}", tools[3]);
     for tool in tools {
         assert!(!tool["description"].as_str().unwrap().is_empty(), "{tool}");
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
@@ -548,4 +561,58 @@ async fn the_readme_client_configuration_starts_a_working_server() {
     let mut server = StdioServer::start(&args).await;
     let listed = server.request("tools/list", json!({})).await;
     assert_eq!(tool_names(&listed).len(), 20, "{listed}");
+}
+
+/// A tool's progress reports and log lines reach the client as notifications before its
+/// answer; a tool that reports 100,000 times costs the client a few dozen.
+#[tokio::test]
+async fn a_tools_reports_are_notifications_bounded_in_number() {
+    let manifest = test_manifest();
+    let mut server = StdioServer::start(&[manifest.arg()]).await;
+    server.initialize().await;
+    let id = server
+        .start_request(
+            "tools/call",
+            json!({
+                "name": "report",
+                "arguments": {"times": 100_000},
+                "_meta": {"progressToken": "p-1"},
+            }),
+        )
+        .await;
+    let answer = server.answer(&json!(id)).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "reported 100000 times",
+        "{answer}"
+    );
+    let of = |method: &str| -> Vec<&Value> {
+        server
+            .notifications
+            .iter()
+            .filter(|n| n["method"] == method)
+            .map(|n| &n["params"])
+            .collect()
+    };
+    let progress = of("notifications/progress");
+    let logs = of("notifications/message");
+    assert!(
+        (3..=60).contains(&progress.len()),
+        "{} progress notifications",
+        progress.len()
+    );
+    assert!((3..=60).contains(&logs.len()), "{} log lines", logs.len());
+    assert!(progress.iter().all(|p| p["progressToken"] == "p-1"));
+    assert!(
+        progress
+            .windows(2)
+            .all(|w| w[0]["progress"].as_f64() < w[1]["progress"].as_f64()),
+        "progress only grows"
+    );
+    // The last report is never lost to the bound: the client sees the call complete.
+    let last = progress
+        .last()
+        .map(|p| (p["progress"].clone(), p["total"].clone()));
+    assert_eq!(last, Some((json!(100000.0), json!(100000.0))));
+    assert_eq!(logs[0]["logger"], "report");
+    assert_eq!(logs[0]["data"], "line 1");
 }

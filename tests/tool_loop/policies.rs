@@ -139,6 +139,7 @@ impl ToolSource for Overlap {
             input_schema: json!({ "type": "object", "properties": { "n": { "type": "integer" } } }),
             output_schema: None,
             requested: Vec::new(),
+            annotations: Default::default(),
         }]
     }
 

@@ -43,8 +43,7 @@ fn square_root(args: SquareRoot) -> Result<f64, ToolError> {
         return Err(ToolError::invalid_arguments(format!(
             "x is {}; the square root of a negative number is not a real number: send a number \
              of 0 or more, such as {{\"x\": {}}} for the square root of its size",
-            args.x,
-            -args.x
+            args.x, -args.x
         )));
     }
     Ok(args.x.sqrt())
@@ -59,18 +58,30 @@ impl Toolbox for Calculator {
                 "add",
                 "Adds two numbers (a + b, a plus b) and returns the sum.",
                 add,
-            ),
+            )
+            .title("Add")
+            .read_only()
+            .idempotent()
+            .open_world(false),
             Tool::new(
                 "multiply",
                 "Multiplies two numbers (a × b, a times b) and returns the product.",
                 multiply,
-            ),
+            )
+            .title("Multiply")
+            .read_only()
+            .idempotent()
+            .open_world(false),
             Tool::new(
                 "square_root",
                 "Computes the square root (sqrt, √) of a number. Use it whenever a square root is \
                  asked for.",
                 square_root,
-            ),
+            )
+            .title("Square root")
+            .read_only()
+            .idempotent()
+            .open_world(false),
         ]
     }
 }

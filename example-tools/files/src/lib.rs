@@ -108,7 +108,13 @@ fn write_note(args: WriteNote) -> Result<Written, ToolError> {
         .title
         .trim()
         .chars()
-        .map(|c| if c.is_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect::<String>()
         .split('-')
         .filter(|part| !part.is_empty())
@@ -141,20 +147,35 @@ impl Toolbox for Files {
                  sizes: what is in it.",
                 list_files,
             )
-            .requests(Capability::ReadDir("/data".into()), "the files to list and read"),
+            .read_only()
+            .open_world(false)
+            .requests(
+                Capability::ReadDir("/data".into()),
+                "the files to list and read",
+            ),
             Tool::new(
                 "read_file",
                 "Reads a small text file (for example /data/report.txt) and returns its text: \
                  what it says, its contents.",
                 read_file,
             )
-            .requests(Capability::ReadDir("/data".into()), "the files to list and read"),
+            .read_only()
+            .open_world(false)
+            .requests(
+                Capability::ReadDir("/data".into()),
+                "the files to list and read",
+            ),
             Tool::new(
                 "write_note",
                 "Saves a note with a title and text, as a Markdown file in /notes.",
                 write_note,
             )
-            .requests(Capability::WriteDir(NOTES_DIR.into()), "where notes are saved"),
+            .destructive(true)
+            .open_world(false)
+            .requests(
+                Capability::WriteDir(NOTES_DIR.into()),
+                "where notes are saved",
+            ),
         ]
     }
 }

@@ -78,7 +78,9 @@ fn current_weather(args: CurrentWeather) -> Result<Weather, ToolError> {
     let url = format!("{}/{}?format=j1", base.trim_end_matches('/'), encode(city));
     let response = Request::get(&url).timeout(Duration::from_secs(10)).send()?;
     if response.status == 404 {
-        return Err(ToolError::failed(format!("the weather service knows no city `{city}`")));
+        return Err(ToolError::failed(format!(
+            "the weather service knows no city `{city}`"
+        )));
     }
     let report: Report = response.error_for_status()?.json()?;
     let now = report
@@ -86,9 +88,9 @@ fn current_weather(args: CurrentWeather) -> Result<Weather, ToolError> {
         .first()
         .ok_or_else(|| ToolError::failed("the weather service sent no current conditions"))?;
     let number = |field: &str, text: &str| {
-        text.trim().parse::<f64>().map_err(|_| {
-            ToolError::failed(format!("the weather service sent `{text}` as {field}"))
-        })
+        text.trim()
+            .parse::<f64>()
+            .map_err(|_| ToolError::failed(format!("the weather service sent `{text}` as {field}")))
     };
     let location = match report.nearest_area.first() {
         Some(area) => format!(

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::content::Media;
 use crate::llm::{Message, ToolCall};
-use crate::source::ToolImage;
 
 use super::AgentError;
 use super::approval::{Decision, PendingCall};
@@ -226,7 +226,7 @@ impl Conversation {
         &mut self,
         call_id: &str,
         result: Result<String, String>,
-        images: Vec<ToolImage>,
+        images: Vec<Media>,
     ) -> Result<(), AgentError> {
         let name = self
             .pending_calls()

@@ -73,16 +73,15 @@ async fn execute_one(
     let context = CallContext {
         call_id: call.id.clone(),
         values: context.values.clone(),
+        observer: context.observer.clone(),
     };
     let result = toolbox
         .call_parsed(&call.name, approved.arguments, &context)
         .await;
-    let (outcome, output, images) = match result {
+    let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
-        Ok(output) if output.text.is_empty() && output.images.is_empty() => {
-            (Outcome::Ok, SUCCESS.to_owned(), Vec::new())
-        }
-        Ok(output) => (Outcome::Ok, output.text, output.images),
+        Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),
+        Ok(output) => (Outcome::Ok, output.text, output.content),
         Err(error) => (
             Outcome::Error {
                 kind: error.kind(),
@@ -94,7 +93,7 @@ async fn execute_one(
     };
     ToolExecution {
         duration: started.elapsed(),
-        images,
+        content,
         ..ToolExecution::new(call, round, outcome, output)
     }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::approval::{Approval, rejection_message};
+use crate::content::{ContentPart, Media};
 use crate::error::ErrorKind;
 use crate::llm::ToolCall;
-use crate::source::ToolImage;
 
 /// What a tool whose function returned nothing reports to the model.
 pub(crate) const SUCCESS: &str = "Success";
@@ -28,9 +28,11 @@ pub struct ToolExecution {
     pub outcome: Outcome,
     /// What the model was sent: the result, or the error as the model reads it.
     pub output: String,
-    /// Images the tool returned with its result (sent to the model with it).
+    /// The parts of the tool's result as it gave them (images, audio, resources, text), when
+    /// it gave more than one text; `output` is what the model read of them, and its images
+    /// went to the model with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub images: Vec<ToolImage>,
+    pub content: Vec<ContentPart>,
     /// How long it took.
     #[serde(
         rename = "duration_ms",
@@ -48,6 +50,17 @@ pub struct ToolExecution {
 }
 
 impl ToolExecution {
+    /// The images among the result's parts, which go to the model with its text.
+    pub fn images(&self) -> Vec<Media> {
+        self.content
+            .iter()
+            .filter_map(|part| match part {
+                ContentPart::Image(image) => Some(image.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Whether the call produced a result.
     pub fn is_ok(&self) -> bool {
         matches!(self.outcome, Outcome::Ok)
@@ -101,7 +114,7 @@ impl ToolExecution {
             arguments: call.arguments.clone(),
             outcome,
             output,
-            images: Vec::new(),
+            content: Vec::new(),
             duration: Duration::ZERO,
             approval: Approval::NotRequired,
             repeat_of: None,

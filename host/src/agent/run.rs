@@ -130,7 +130,7 @@ impl Agent {
             conversation.submit_with_images(
                 &execution.call_id,
                 execution.result(),
-                execution.images.clone(),
+                execution.images(),
             )?;
         }
         Ok(done)
@@ -402,6 +402,7 @@ fn context(options: &RunOptions) -> CallContext {
     CallContext {
         call_id: String::new(),
         values: options.context.clone(),
+        observer: None,
     }
 }
 
@@ -509,7 +510,7 @@ fn submit_results(
                 None => continue,
             },
         };
-        conversation.submit_with_images(&call.id, execution.result(), execution.images.clone())?;
+        conversation.submit_with_images(&call.id, execution.result(), execution.images())?;
         done.push(execution);
         arguments_of_done.push(arguments);
     }

@@ -63,6 +63,7 @@ impl CallArgs {
         let context = CallContext {
             call_id: "cli".to_owned(),
             values: self.context.iter().cloned().collect(),
+            observer: None,
         };
         let result = host.call(&self.tool, &arguments, &context).await;
         host.shutdown().await;
@@ -100,7 +101,7 @@ fn print_output(output: &ToolOutput) -> std::io::Result<()> {
             eprintln!("[tool {stream}] ... {} more bytes dropped", log.dropped);
         }
     }
-    for image in &output.images {
+    for image in output.images() {
         eprintln!(
             "[tool image] {}, {} (in --json output)",
             image.mime_type,

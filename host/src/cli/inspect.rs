@@ -39,6 +39,7 @@ fn to_json(component: &LoadedComponent) -> Value {
         "path": component.path(),
         "sha256": component.sha256(),
         "size": component.size(),
+        "contract": component.contract(),
         "compile": component.compile_source(),
         "load_ms": component.load_time().as_secs_f64() * 1000.0,
         "imports": component.imports(),
@@ -70,6 +71,7 @@ fn to_text(component: &LoadedComponent) -> String {
         if tools.len() == 1 { "" } else { "s" },
         load_summary(component)
     );
+    let _ = writeln!(out, "contract: {}", component.contract());
     let _ = writeln!(out, "imports: {}", component.imports().join(", "));
     for tool in tools {
         let _ = writeln!(out);
@@ -81,7 +83,14 @@ fn to_text(component: &LoadedComponent) -> String {
 /// A tool's name, description, arguments and requests, indented for a terminal.
 pub fn describe_tool(tool: &ToolSpec) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", tool.name);
+    match &tool.annotations.title {
+        Some(title) => {
+            let _ = writeln!(out, "{} ({title})", tool.name);
+        }
+        None => {
+            let _ = writeln!(out, "{}", tool.name);
+        }
+    }
     for line in tool.description.lines() {
         let _ = writeln!(out, "  {line}");
     }
@@ -89,6 +98,10 @@ pub fn describe_tool(tool: &ToolSpec) -> String {
     out.push_str(&describe_arguments(&tool.input_schema));
     if let Some(output) = &tool.output_schema {
         let _ = writeln!(out, "  result: {}", type_of(output));
+    }
+    let hints = hints(&tool.annotations);
+    if !hints.is_empty() {
+        let _ = writeln!(out, "  says it is: {}", hints.join(", "));
     }
     if tool.requested.is_empty() {
         let _ = writeln!(out, "  requests: nothing");
@@ -104,6 +117,22 @@ pub fn describe_tool(tool: &ToolSpec) -> String {
         }
     }
     out
+}
+
+/// What a tool's annotations say about it, in words.
+fn hints(annotations: &toolhost::ToolAnnotations) -> Vec<&'static str> {
+    let said = |flag: Option<bool>, yes: &'static str, no: &'static str| {
+        flag.map(|flag| if flag { yes } else { no })
+    };
+    [
+        said(annotations.read_only, "read-only", "not read-only"),
+        said(annotations.destructive, "destructive", "not destructive"),
+        said(annotations.idempotent, "idempotent", "not idempotent"),
+        said(annotations.open_world, "open-world", "closed-world"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn describe_arguments(schema: &Value) -> String {

@@ -1,13 +1,236 @@
-//! The host side of the `toolhost:tool` WIT package (`wit/tool.wit`). This is the one place
-//! bindings are generated; everything else uses the types from here.
+//! The host side of the `toolhost:tool` WIT packages: `wit/tool.wit` (0.2.0) and
+//! `wit/0.1.0/tool.wit`, which components built before 0.2 target. This is the one place
+//! bindings are generated. Everything else uses 0.2's types ([`wit`]): a 0.1 component's specs
+//! and results are turned into them here, which is all the adapting 0.1 needs (0.2 only adds).
 
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "toolbox",
-    exports: { default: async },
-});
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Linker};
 
-pub(crate) use exports::toolhost::tool::tools as wit;
+use crate::sandbox::LogLevel;
+use crate::sandbox::store::StoreState;
 
-/// The versioned name of the interface a tool component exports.
-pub(crate) const TOOLS_INTERFACE: &str = "toolhost:tool/tools@0.1.0";
+mod v1 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.1.0",
+        world: "toolbox",
+        exports: { default: async },
+    });
+}
+
+mod v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "toolbox",
+        exports: { default: async },
+    });
+}
+
+pub(crate) use v2::exports::toolhost::tool::tools as wit;
+pub(crate) use v2::toolhost::tool::report;
+
+/// The versions of the contract this host speaks, newest first.
+pub(crate) const CONTRACTS: [Contract; 2] = [Contract::V0_2, Contract::V0_1];
+
+/// A version of the tool contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Contract {
+    /// `toolhost:tool@0.1.0`: a result is one text.
+    #[serde(rename = "0.1.0")]
+    V0_1,
+    /// `toolhost:tool@0.2.0`: results of content parts, progress and log lines, annotations.
+    #[serde(rename = "0.2.0")]
+    V0_2,
+}
+
+impl Contract {
+    /// The versioned name of the interface a component of this version exports.
+    pub(crate) fn interface(self) -> &'static str {
+        match self {
+            Self::V0_1 => "toolhost:tool/tools@0.1.0",
+            Self::V0_2 => "toolhost:tool/tools@0.2.0",
+        }
+    }
+
+    /// The version, as WIT writes it (`0.2.0`).
+    pub fn version(self) -> &'static str {
+        match self {
+            Self::V0_1 => "0.1.0",
+            Self::V0_2 => "0.2.0",
+        }
+    }
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "toolhost:tool@{}", self.version())
+    }
+}
+
+/// Adds what 0.2 components may import from the host (`report`) to `linker`.
+pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result<()> {
+    report::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(linker, |state| {
+        state
+    })
+}
+
+/// A component's code, ready to instantiate, with the exports of its contract version.
+#[derive(Clone)]
+pub(crate) enum ToolboxPre {
+    V0_1(v1::ToolboxPre<StoreState>),
+    V0_2(v2::ToolboxPre<StoreState>),
+}
+
+/// A component instance.
+pub(crate) enum Toolbox {
+    V0_1(v1::Toolbox),
+    V0_2(v2::Toolbox),
+}
+
+impl ToolboxPre {
+    /// `pre` with the exports of `contract`, or why they do not match it.
+    pub(crate) fn new(
+        contract: Contract,
+        pre: InstancePre<StoreState>,
+    ) -> wasmtime::Result<ToolboxPre> {
+        Ok(match contract {
+            Contract::V0_1 => Self::V0_1(v1::ToolboxPre::new(pre)?),
+            Contract::V0_2 => Self::V0_2(v2::ToolboxPre::new(pre)?),
+        })
+    }
+
+    /// The version of the contract the component targets.
+    pub(crate) fn contract(&self) -> Contract {
+        match self {
+            Self::V0_1(_) => Contract::V0_1,
+            Self::V0_2(_) => Contract::V0_2,
+        }
+    }
+
+    /// A fresh instance in `store`.
+    pub(crate) async fn instantiate_async(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Toolbox> {
+        Ok(match self {
+            Self::V0_1(pre) => Toolbox::V0_1(pre.instantiate_async(store).await?),
+            Self::V0_2(pre) => Toolbox::V0_2(pre.instantiate_async(store).await?),
+        })
+    }
+}
+
+impl Toolbox {
+    /// Calls `describe`.
+    pub(crate) async fn describe(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<Vec<wit::ToolSpec>> {
+        match self {
+            Self::V0_1(instance) => {
+                let specs = instance.toolhost_tool_tools().call_describe(store).await?;
+                Ok(specs.into_iter().map(from_v1::spec).collect())
+            }
+            Self::V0_2(instance) => instance.toolhost_tool_tools().call_describe(store).await,
+        }
+    }
+
+    /// Calls `call`. A 0.1 component's text comes back as the text of a result with no
+    /// parts ([`ToolResult::V0_1`]): its meaning (JSON when the tool declares an output
+    /// schema) is 0.1's.
+    pub(crate) async fn call(
+        &self,
+        store: &mut Store<StoreState>,
+        tool: &str,
+        arguments: &str,
+        context: &wit::CallContext,
+    ) -> wasmtime::Result<Result<ToolResult, wit::ToolError>> {
+        match self {
+            Self::V0_1(instance) => {
+                let context = v1::exports::toolhost::tool::tools::CallContext {
+                    call_id: context.call_id.clone(),
+                    values: context.values.clone(),
+                };
+                let result = instance
+                    .toolhost_tool_tools()
+                    .call_call(store, tool, arguments, &context)
+                    .await?;
+                Ok(result.map(ToolResult::V0_1).map_err(from_v1::error))
+            }
+            Self::V0_2(instance) => Ok(instance
+                .toolhost_tool_tools()
+                .call_call(store, tool, arguments, context)
+                .await?
+                .map(ToolResult::V0_2)),
+        }
+    }
+}
+
+/// What a successful call returned, in its contract's form.
+pub(crate) enum ToolResult {
+    /// 0.1: one text (JSON when the tool declares an output schema).
+    V0_1(String),
+    /// 0.2: parts and structured content.
+    V0_2(wit::ToolResult),
+}
+
+/// 0.1's types in 0.2's form.
+mod from_v1 {
+    use super::{v1, wit};
+
+    type Old = v1::exports::toolhost::tool::tools::ToolSpec;
+    type OldCapability = v1::exports::toolhost::tool::tools::Capability;
+    type OldError = v1::exports::toolhost::tool::tools::ToolError;
+
+    pub(super) fn spec(spec: Old) -> wit::ToolSpec {
+        wit::ToolSpec {
+            name: spec.name,
+            title: None,
+            description: spec.description,
+            input_schema: spec.input_schema,
+            output_schema: spec.output_schema,
+            annotations: wit::Annotations {
+                read_only: None,
+                destructive: None,
+                idempotent: None,
+                open_world: None,
+            },
+            capabilities: spec
+                .capabilities
+                .into_iter()
+                .map(|request| wit::CapabilityRequest {
+                    capability: match request.capability {
+                        OldCapability::Http(v) => wit::Capability::Http(v),
+                        OldCapability::Env(v) => wit::Capability::Env(v),
+                        OldCapability::ReadDir(v) => wit::Capability::ReadDir(v),
+                        OldCapability::WriteDir(v) => wit::Capability::WriteDir(v),
+                        OldCapability::Socket(v) => wit::Capability::Socket(v),
+                    },
+                    reason: request.reason,
+                })
+                .collect(),
+        }
+    }
+
+    pub(super) fn error(error: OldError) -> wit::ToolError {
+        match error {
+            OldError::InvalidArguments(message) => wit::ToolError::InvalidArguments(message),
+            OldError::Failed(message) => wit::ToolError::Failed(message),
+        }
+    }
+}
+
+impl report::Host for StoreState {
+    fn progress(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        self.reports.progress(done, total, message);
+    }
+
+    fn log(&mut self, level: report::Level, message: String) {
+        let level = match level {
+            report::Level::Debug => LogLevel::Debug,
+            report::Level::Info => LogLevel::Info,
+            report::Level::Notice => LogLevel::Notice,
+            report::Level::Warning => LogLevel::Warning,
+            report::Level::Error => LogLevel::Error,
+        };
+        self.reports.log(level, message);
+    }
+}

@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::engine::bindings::wit;
+use crate::engine::bindings::{Contract, wit};
 use crate::error::LoadError;
 
 /// Where a loaded component's tools came from.
@@ -84,6 +84,13 @@ pub enum CompileEvent<'a> {
 pub(crate) struct Described {
     pub(crate) tools: Vec<WitSpec>,
     pub(crate) imports: Vec<String>,
+    /// The contract version it targets (0.1.0 in what hosts before 0.2 stored).
+    #[serde(default = "first_contract")]
+    pub(crate) contract: Contract,
+}
+
+fn first_contract() -> Contract {
+    Contract::V0_1
 }
 
 /// A `wit::ToolSpec` as stored in the cache.
@@ -94,6 +101,11 @@ pub(crate) struct WitSpec {
     input_schema: String,
     output_schema: Option<String>,
     capabilities: Vec<(String, String, String)>,
+    #[serde(default)]
+    title: Option<String>,
+    /// Read-only, destructive, idempotent, open-world.
+    #[serde(default)]
+    annotations: [Option<bool>; 4],
 }
 
 impl From<&wit::ToolSpec> for WitSpec {
@@ -103,6 +115,13 @@ impl From<&wit::ToolSpec> for WitSpec {
             description: spec.description.clone(),
             input_schema: spec.input_schema.clone(),
             output_schema: spec.output_schema.clone(),
+            title: spec.title.clone(),
+            annotations: [
+                spec.annotations.read_only,
+                spec.annotations.destructive,
+                spec.annotations.idempotent,
+                spec.annotations.open_world,
+            ],
             capabilities: spec
                 .capabilities
                 .iter()
@@ -140,11 +159,19 @@ impl TryFrom<WitSpec> for wit::ToolSpec {
                 Ok(wit::CapabilityRequest { capability, reason })
             })
             .collect::<Result<_, _>>()?;
+        let [read_only, destructive, idempotent, open_world] = spec.annotations;
         Ok(wit::ToolSpec {
             name: spec.name,
+            title: spec.title,
             description: spec.description,
             input_schema: spec.input_schema,
             output_schema: spec.output_schema,
+            annotations: wit::Annotations {
+                read_only,
+                destructive,
+                idempotent,
+                open_world,
+            },
             capabilities,
         })
     }

@@ -6,11 +6,13 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::bindings::{Toolbox, ToolboxPre, wit};
+use super::bindings::{ToolResult as WitResult, Toolbox, ToolboxPre, wit};
+use super::result;
 use super::runtime::Runtime;
 use super::spare_instance::Spare;
 use crate::error::{CallError, TimeLimit};
 use crate::sandbox::limits::within;
+use crate::sandbox::report::CallReports;
 use crate::sandbox::store::{Failure, StoreState, verdict};
 use crate::sandbox::{CapturedLog, Limits, Sandbox};
 use crate::source::{CallContext, ToolOutput};
@@ -82,28 +84,29 @@ impl Laps {
 /// Calls `describe` with nothing granted.
 pub(crate) async fn describe(
     runtime: &Runtime,
-    pre: &ToolboxPre<StoreState>,
+    pre: &ToolboxPre,
     sandbox: &Sandbox,
 ) -> Result<Vec<wit::ToolSpec>, CallError> {
     let label = "describe";
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
-        instance.toolhost_tool_tools().call_describe(store).await
-    };
+    let body =
+        async |instance: &Toolbox, store: &mut Store<StoreState>| instance.describe(store).await;
     let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None, None).await;
     result.map_err(|error| with_stderr(error, &stderr))
 }
 
 /// Calls tool `tool` of the component with `arguments`, in `spare`'s instance when one is
-/// ready; with `phases`, measures where the time went (in an instance made for the call).
+/// ready; with `phases`, measures where the time went (in an instance made for the call). A
+/// result is checked against `output`, the tool's output schema, if it has one.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn call_tool(
     runtime: &Runtime,
-    pre: &ToolboxPre<StoreState>,
+    pre: &ToolboxPre,
     sandbox: &Sandbox,
     spare: &Arc<Spare>,
     tool: &str,
     arguments: &str,
     context: &CallContext,
+    output: Option<&jsonschema::Validator>,
     phases: Option<&mut CallPhases>,
 ) -> Result<ToolOutput, CallError> {
     let started = Instant::now();
@@ -112,17 +115,17 @@ pub(crate) async fn call_tool(
         values: context.values.clone().into_iter().collect(),
     };
     let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
-        instance
-            .toolhost_tool_tools()
-            .call_call(store, tool, arguments, &wit_context)
-            .await
+        store.data_mut().reports = CallReports::new(tool, context.observer.clone());
+        let result = instance.call(store, tool, arguments, &wit_context).await;
+        store.data_mut().reports.finish();
+        result
     };
     let (result, stdout, stderr) =
         run(runtime, pre, sandbox, tool, body, phases, Some(spare)).await;
     let duration = started.elapsed();
     log_output(tool, &stdout, &stderr);
-    let text = match result {
-        Ok(Ok(text)) => text,
+    let result = match result {
+        Ok(Ok(result)) => result,
         Ok(Err(wit::ToolError::InvalidArguments(message))) => {
             return Err(CallError::InvalidArguments {
                 tool: tool.to_owned(),
@@ -137,11 +140,11 @@ pub(crate) async fn call_tool(
         }
         Err(error) => return Err(with_stderr(error, &stderr)),
     };
-    sandbox.limits.check_result(tool, text.len())?;
+    let checked = result::check(tool, result, &sandbox.limits, output)?;
     Ok(ToolOutput {
-        text,
-        structured: None,
-        images: Vec::new(),
+        text: checked.text,
+        structured: checked.structured,
+        content: checked.content,
         stdout,
         stderr,
         duration,
@@ -156,7 +159,7 @@ pub(crate) async fn call_tool(
 /// [`CallError::CapabilityDenied`].
 async fn run<R>(
     runtime: &Runtime,
-    pre: &ToolboxPre<StoreState>,
+    pre: &ToolboxPre,
     sandbox: &Sandbox,
     tool: &str,
     body: impl AsyncFnOnce(&Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
@@ -287,7 +290,7 @@ impl ToolResult for Vec<wit::ToolSpec> {
     }
 }
 
-impl ToolResult for Result<String, wit::ToolError> {
+impl ToolResult for Result<WitResult, wit::ToolError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
     }

@@ -16,7 +16,7 @@ use wasmtime::component::{Component, types::ComponentItem};
 
 use super::describe;
 use crate::arguments::Arguments;
-use crate::engine::bindings::{TOOLS_INTERFACE, ToolboxPre, wit};
+use crate::engine::bindings::{CONTRACTS, Contract, ToolboxPre, wit};
 use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
 use crate::engine::call;
@@ -25,7 +25,7 @@ use crate::engine::runtime::Runtime;
 use crate::engine::spare_instance::Spare;
 use crate::error::{CallError, LoadError};
 use crate::manifest::Manifest;
-use crate::sandbox::store::StoreState;
+
 use crate::sandbox::{Grants, Limits, Sandbox};
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
@@ -104,11 +104,14 @@ pub struct LoadedComponent {
     sandbox: Sandbox,
     tools: Vec<ToolSpec>,
     imports: Vec<String>,
+    contract: Contract,
+    /// The compiled output schema of each tool (in `tools`' order), when it has one.
+    outputs: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
     key: ContentKey,
     source: CompileSource,
     load_time: Duration,
     /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
-    code: OnceCell<ToolboxPre<StoreState>>,
+    code: OnceCell<ToolboxPre>,
     /// The instance the next call runs in, made after the last one.
     spare: Arc<Spare>,
 }
@@ -166,6 +169,7 @@ impl LoadedComponent {
                 let described = Described {
                     tools: tools.iter().map(Into::into).collect(),
                     imports,
+                    contract: pre.contract(),
                 };
                 if let Some(cache) = runtime.cache() {
                     cache.store_described(&key, &described);
@@ -174,6 +178,7 @@ impl LoadedComponent {
             }
         };
         let tools = check_tools(&path, &origin, described.tools)?;
+        let outputs = (0..tools.len()).map(|_| Default::default()).collect();
         let spare = Spare::new(runtime.clone(), sandbox.clone());
         Ok(Self {
             config,
@@ -182,6 +187,8 @@ impl LoadedComponent {
             sandbox,
             tools,
             imports: described.imports,
+            contract: described.contract,
+            outputs,
             key,
             source,
             load_time: started.elapsed(),
@@ -196,7 +203,7 @@ impl LoadedComponent {
         self.code().await.map(|_| ())
     }
 
-    async fn code(&self) -> Result<&ToolboxPre<StoreState>, LoadError> {
+    async fn code(&self) -> Result<&ToolboxPre, LoadError> {
         self.code
             .get_or_try_init(|| async {
                 let (pre, _, _) =
@@ -244,6 +251,11 @@ impl LoadedComponent {
     /// The interfaces it imports (WASI and wasi:http ones), by full name.
     pub fn imports(&self) -> &[String] {
         &self.imports
+    }
+
+    /// The version of the tool contract it targets.
+    pub fn contract(&self) -> Contract {
+        self.contract
     }
 
     /// The size of the component file in bytes.
@@ -295,6 +307,7 @@ impl LoadedComponent {
             source: error.into(),
         })?;
         let sandbox = &self.sandbox;
+        let output = self.output_validator(tool);
         call::call_tool(
             &self.runtime,
             pre,
@@ -303,9 +316,36 @@ impl LoadedComponent {
             tool,
             arguments,
             context,
+            output,
             phases,
         )
         .await
+    }
+
+    /// The compiled output schema of a 0.2 tool that declares one, compiled at the tool's
+    /// first call. A 0.1 tool's result is text (`host mcp` checks its JSON), and so is a
+    /// result whose schema is `"type": "string"`: neither has structured content to check.
+    fn output_validator(&self, tool: &str) -> Option<&jsonschema::Validator> {
+        if self.contract == Contract::V0_1 {
+            return None;
+        }
+        let (at, spec) = self
+            .tools
+            .iter()
+            .enumerate()
+            .find(|(_, spec)| spec.name == tool)?;
+        let schema = spec
+            .output_schema
+            .as_ref()
+            .filter(|schema| schema.get("type").and_then(|t| t.as_str()) != Some("string"))?;
+        self.outputs[at]
+            .get_or_init(|| {
+                // `describe::check` compiled it once already: this cannot fail.
+                jsonschema::validator_for(schema)
+                    .inspect_err(|e| tracing::error!(tool, "output schema: {e}"))
+                    .ok()
+            })
+            .as_ref()
     }
 }
 
@@ -348,7 +388,7 @@ async fn compile(
     path: &Path,
     key: &ContentKey,
     bytes: Option<Vec<u8>>,
-) -> Result<(ToolboxPre<StoreState>, Vec<String>, CompileSource), LoadError> {
+) -> Result<(ToolboxPre, Vec<String>, CompileSource), LoadError> {
     let file = path.to_owned();
     let (component, source) = {
         let runtime = runtime.clone();
@@ -385,7 +425,7 @@ async fn compile(
             source: anyhow::anyhow!("the compile task failed: {e}"),
         })??
     };
-    let imports = check_exports(runtime, path, &component)?;
+    let (contract, imports) = check_exports(runtime, path, &component)?;
     let pre = runtime
         .linker()
         .instantiate_pre(&component)
@@ -395,11 +435,12 @@ async fn compile(
                 "{e:#}; a tool component may import only WASI 0.2 interfaces and wasi:http"
             ),
         })?;
-    let pre = ToolboxPre::new(pre).map_err(|e| LoadError::WrongWorld {
+    let pre = ToolboxPre::new(contract, pre).map_err(|e| LoadError::WrongWorld {
         path: path.to_owned(),
         problem: format!(
-            "its `{TOOLS_INTERFACE}` export does not match wit/tool.wit ({e:#}); rebuild it \
-             against this version of the WIT"
+            "its `{}` export does not match the WIT of {contract} ({e:#}); rebuild it against \
+             that version of the WIT (wit/tool.wit for the newest)",
+            contract.interface()
         ),
     })?;
     Ok((pre, imports, source))
@@ -436,31 +477,38 @@ fn check_tools(
     Ok(tools)
 }
 
-/// Checks that the component exports the tools interface, and returns what it imports.
+/// Checks that the component exports the tools interface of a contract version this host
+/// speaks, and returns that version and what the component imports.
 fn check_exports(
     runtime: &Runtime,
     path: &Path,
     component: &Component,
-) -> Result<Vec<String>, LoadError> {
+) -> Result<(Contract, Vec<String>), LoadError> {
     let engine = runtime.engine();
     let ty = component.component_type();
     let exports: Vec<String> = ty
         .exports(engine)
         .map(|(name, _)| name.to_owned())
         .collect();
-    if !exports.iter().any(|name| name == TOOLS_INTERFACE) {
-        let interface = TOOLS_INTERFACE.split('@').next().unwrap_or(TOOLS_INTERFACE);
+    let newest = CONTRACTS[0].interface();
+    let Some(contract) = CONTRACTS
+        .into_iter()
+        .find(|contract| exports.iter().any(|name| name == contract.interface()))
+    else {
+        let interface = newest.split('@').next().unwrap_or(newest);
+        let spoken: Vec<&str> = CONTRACTS.iter().map(|c| c.interface()).collect();
         let problem = match exports.iter().find(|name| name.starts_with(interface)) {
             Some(other) => format!(
-                "it exports `{other}`, but this host speaks `{TOOLS_INTERFACE}`; rebuild it \
-                 against this version of wit/tool.wit"
+                "it exports `{other}`, but this host speaks {}; rebuild it against \
+                 wit/tool.wit",
+                spoken.join(" and ")
             ),
             None if exports.is_empty() => {
-                format!("it exports nothing; it must export `{TOOLS_INTERFACE}`")
+                format!("it exports nothing; it must export `{newest}`")
             }
             None => format!(
-                "it does not export `{TOOLS_INTERFACE}` (it exports {}); build it for the \
-                 `toolbox` world of wit/tool.wit",
+                "it does not export `{newest}` (it exports {}); build it for the `toolbox` \
+                 world of wit/tool.wit",
                 exports.join(", ")
             ),
         };
@@ -468,10 +516,11 @@ fn check_exports(
             path: path.to_owned(),
             problem,
         });
-    }
-    Ok(ty
+    };
+    let imports = ty
         .imports(engine)
         .filter(|(_, item)| matches!(item.ty, ComponentItem::ComponentInstance(_)))
         .map(|(name, _)| name.to_owned())
-        .collect())
+        .collect();
+    Ok((contract, imports))
 }

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::bindings::wit;
-use crate::spec::{Capability, CapabilityRequest, ToolSpec, is_valid_tool_name};
+use crate::spec::{Capability, CapabilityRequest, ToolAnnotations, ToolSpec, is_valid_tool_name};
 
 /// Turns a spec from `describe` into a checked [`ToolSpec`]. The error says what is wrong, for
 /// [`LoadError::InvalidSpec`](crate::error::LoadError). (The toolbox compiles the input schema, for
@@ -51,12 +51,28 @@ pub(crate) fn check(spec: wit::ToolSpec) -> Result<ToolSpec, String> {
             reason: request.reason,
         })
         .collect();
+    if let Some(title) = &spec.title
+        && (title.trim().is_empty() || title.len() > 200)
+    {
+        return Err(
+            "has a title that is empty or over 200 bytes; give a short name for people, \
+                    or none"
+                .to_owned(),
+        );
+    }
     Ok(ToolSpec {
         name: spec.name,
         description: spec.description,
         input_schema,
         output_schema,
         requested,
+        annotations: ToolAnnotations {
+            title: spec.title,
+            read_only: spec.annotations.read_only,
+            destructive: spec.annotations.destructive,
+            idempotent: spec.annotations.idempotent,
+            open_world: spec.annotations.open_world,
+        },
     })
 }
 
@@ -67,9 +83,16 @@ mod tests {
     fn wit_spec(name: &str, schema: &str) -> wit::ToolSpec {
         wit::ToolSpec {
             name: name.into(),
+            title: None,
             description: "Does a thing.".into(),
             input_schema: schema.into(),
             output_schema: None,
+            annotations: wit::Annotations {
+                read_only: None,
+                destructive: None,
+                idempotent: None,
+                open_world: None,
+            },
             capabilities: vec![],
         }
     }

@@ -137,6 +137,8 @@ impl Runtime {
             .map_err(|e| e.context("cannot add WASI to the linker"))?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| e.context("cannot add wasi:http to the linker"))?;
+        super::bindings::add_to_linker(&mut linker)
+            .map_err(|e| e.context("cannot add toolhost:tool/report to the linker"))?;
 
         let cache = config.cache_dir.map(|dir| CompileCache::new(dir, &engine));
         if let Some(cache) = &cache {

@@ -77,7 +77,7 @@ impl Spare {
     /// without the yield, the client waits for this work before it reads the answer.
     pub(crate) fn retire(
         self: &Arc<Self>,
-        pre: &ToolboxPre<StoreState>,
+        pre: &ToolboxPre,
         store: Store<StoreState>,
         slot: CallSlot,
     ) {
@@ -108,7 +108,7 @@ impl Spare {
     }
 
     /// Makes the spare instance, for the task that set `making`.
-    async fn refill(&self, pre: &ToolboxPre<StoreState>) {
+    async fn refill(&self, pre: &ToolboxPre) {
         if let Some(ready) = self.make(pre).await {
             *lock(&self.ready) = Some(ready);
         }
@@ -118,7 +118,7 @@ impl Spare {
     /// Instantiates the component in a fresh store, as a call would, under the wall-clock
     /// timeout of a call; `None` when the runtime has no room for another spare or when
     /// instantiating fails (the call that makes its own instance will say why).
-    async fn make(&self, pre: &ToolboxPre<StoreState>) -> Option<Ready> {
+    async fn make(&self, pre: &ToolboxPre) -> Option<Ready> {
         let slot = self.runtime.spare_slot()?;
         let mut store = match self.runtime.new_store(&self.sandbox, false) {
             Ok(store) => store,

@@ -72,7 +72,7 @@ pub enum Message {
         /// format that accepts images in tool results sends them as images; others say in
         /// the text that an image was returned.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        images: Vec<crate::source::ToolImage>,
+        images: Vec<crate::content::Media>,
     },
 }
 
@@ -240,7 +240,7 @@ impl fmt::Debug for dyn Provider {
 }
 
 /// What stands for an image in a tool result where the format cannot carry it.
-pub(crate) fn image_note(image: &crate::source::ToolImage) -> String {
+pub(crate) fn image_note(image: &crate::content::Media) -> String {
     format!(
         "[the tool also returned an image ({}, {}), which cannot be shown here]",
         image.mime_type,

@@ -77,8 +77,7 @@ mod sections;
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use sections::{
-    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolAnnotations,
-    ToolOptions,
+    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions,
 };
 
 use crate::sandbox::{Grants, LimitsConfig};

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::spec::ToolAnnotations;
+
 /// The `[approval]` section.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,23 +42,6 @@ pub struct ToolOptions {
     /// What an MCP client is told about the tool's behaviour (`host mcp`).
     #[serde(default)]
     pub annotations: Option<ToolAnnotations>,
-}
-
-/// Hints about a tool's behaviour, for clients that decide what to ask the user before a
-/// call (MCP's tool annotations). Hints only: nothing enforces them; the grants do.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolAnnotations {
-    /// A human-readable title.
-    pub title: Option<String>,
-    /// It changes nothing outside itself (MCP `readOnlyHint`).
-    pub read_only: Option<bool>,
-    /// It may destroy or overwrite data (MCP `destructiveHint`).
-    pub destructive: Option<bool>,
-    /// Calling it again with the same arguments has no further effect (MCP `idempotentHint`).
-    pub idempotent: Option<bool>,
-    /// It reaches an open world of outside entities, such as the web (MCP `openWorldHint`).
-    pub open_world: Option<bool>,
 }
 
 /// How `host mcp` serves the tools: the manifest's `[mcp]` section.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::sandbox::{EnvGrant, HostPattern, Limits};
+use crate::spec::ToolAnnotations;
 
 const EXAMPLE: &str = r#"
     [limits]

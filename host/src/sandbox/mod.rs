@@ -10,6 +10,7 @@ mod egress;
 mod grants;
 pub(crate) mod limits;
 mod output;
+pub mod report;
 mod resolve;
 pub(crate) mod store;
 
@@ -21,6 +22,7 @@ use wasmtime_wasi::FsPerms;
 pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{Limits, LimitsConfig};
 pub use output::CapturedLog;
+pub use report::{CallObserver, LogLevel, Observer, Progress, ReportCounts};
 pub use resolve::HOSTS_FILE_VARIABLE;
 
 use crate::error::LoadError;

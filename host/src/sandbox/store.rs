@@ -14,6 +14,7 @@ use super::Sandbox;
 use super::egress::{Denials, HttpEgress, socket_check};
 use super::limits::{Limits, MemoryLimiter};
 use super::output::LogPipe;
+use super::report::CallReports;
 use crate::error::{CallError, TimeLimit};
 
 /// The data of every store: one call's WASI state and its bookkeeping.
@@ -30,6 +31,8 @@ pub(crate) struct StoreState {
     pub(crate) denials: Denials,
     /// Time spent in WebAssembly, measured for profiled calls only.
     pub(crate) wasm_clock: WasmClock,
+    /// The tool's progress reports and log lines, and where they go.
+    pub(crate) reports: CallReports,
 }
 
 impl WasiView for StoreState {
@@ -92,6 +95,7 @@ impl Sandbox {
             stderr,
             denials,
             wasm_clock: WasmClock::default(),
+            reports: CallReports::default(),
         })
     }
 }

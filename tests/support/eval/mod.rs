@@ -234,6 +234,7 @@ pub fn synthetic_tools(n: usize) -> Vec<toolhost::ToolSpec> {
                 }),
                 output_schema: None,
                 requested: vec![],
+                annotations: Default::default(),
             }
         })
         .collect()

@@ -80,6 +80,7 @@ pub const RELATIVE_CUTOFF: f32 = 0.85;
 ///     input_schema: json!({"type": "object"}),
 ///     output_schema: None,
 ///     requested: vec![],
+///     annotations: Default::default(),
 /// };
 /// let index = ToolIndex::new(&[
 ///     tool("current_weather", "Gets the current weather for a city."),
@@ -358,6 +359,7 @@ mod tests {
             input_schema: schema,
             output_schema: None,
             requested: vec![],
+            annotations: Default::default(),
         }
     }
 

@@ -17,7 +17,7 @@ use super::{
     Usage, image_note,
 };
 use crate::arguments::Arguments;
-use crate::source::ToolImage;
+use crate::content::Media;
 use schema::{
     BlockDelta, BlockStart, ContentBlock, Delta, ImageSource, MessageDelta, MessageResponse,
     MessageStart, Request, RequestBlock, ResultBlock, Role, Tool, ToolChoiceParam,
@@ -34,7 +34,7 @@ const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/w
 
 /// A tool result's content. Anthropic takes images in tool results: with images, it is the
 /// text, then one image block per image, or a note for a type the API does not take.
-fn tool_result_content<'a>(text: &'a str, images: &'a [ToolImage]) -> ToolResultContent<'a> {
+fn tool_result_content<'a>(text: &'a str, images: &'a [Media]) -> ToolResultContent<'a> {
     if images.is_empty() {
         return ToolResultContent::Text(text);
     }

@@ -1,6 +1,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::content::Media;
 use crate::llm::ToolDefinition;
 
 fn body(request: &ChatRequest) -> Value {
@@ -331,7 +332,7 @@ fn with_images(content: &str, types: &[&str]) -> Message {
         is_error: false,
         images: types
             .iter()
-            .map(|mime| ToolImage {
+            .map(|mime| Media {
                 mime_type: (*mime).into(),
                 data: "aGVsbG8=".into(),
             })

@@ -99,6 +99,7 @@ mod tests {
             input_schema: schema,
             output_schema: None,
             requested: vec![],
+            annotations: Default::default(),
         }
     }
 

@@ -286,7 +286,7 @@ fn tools_and_settings_are_sent_only_when_set() {
 
 #[test]
 fn an_image_in_a_tool_result_is_a_note_after_the_text() {
-    let image = crate::source::ToolImage {
+    let image = crate::content::Media {
         mime_type: "image/png".into(),
         data: "aGVsbG8=".into(),
     };

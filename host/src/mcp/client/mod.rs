@@ -47,7 +47,7 @@ mod connection;
 pub mod fuzzing;
 mod http;
 mod lines;
-mod result;
+pub(crate) mod result;
 mod stdio;
 
 use std::collections::HashMap;

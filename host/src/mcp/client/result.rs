@@ -6,11 +6,11 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
 use serde_json::Value;
 
+use crate::content::{self, ContentPart, EmbeddedResource, Media, ResourceLink};
 use crate::error::CallError;
-use crate::source::{ToolImage, ToolOutput};
-use crate::spec::ToolSpec;
+use crate::source::ToolOutput;
 use crate::spec::is_valid_tool_name;
-use crate::units::format_bytes;
+use crate::spec::{ToolAnnotations, ToolSpec};
 
 /// A server's tool as toolhost offers it: its spec (under a name models can call), and the
 /// name the server knows it by.
@@ -40,6 +40,17 @@ pub(super) fn spec(tool: &Tool) -> Result<(ToolSpec, String), String> {
         input_schema,
         output_schema,
         requested: Vec::new(),
+        annotations: ToolAnnotations {
+            title: tool.title.clone().or_else(|| {
+                tool.annotations
+                    .as_ref()
+                    .and_then(|annotations| annotations.title.clone())
+            }),
+            read_only: tool.annotations.as_ref().and_then(|a| a.read_only_hint),
+            destructive: tool.annotations.as_ref().and_then(|a| a.destructive_hint),
+            idempotent: tool.annotations.as_ref().and_then(|a| a.idempotent_hint),
+            open_world: tool.annotations.as_ref().and_then(|a| a.open_world_hint),
+        },
     };
     Ok((spec, own))
 }
@@ -62,6 +73,73 @@ fn callable_name(name: &str) -> String {
         .collect()
 }
 
+/// An MCP content block as a part of a toolhost result.
+pub(crate) fn part(block: ContentBlock) -> ContentPart {
+    match block {
+        ContentBlock::Text(text) => ContentPart::Text { text: text.text },
+        ContentBlock::Image(image) => ContentPart::Image(Media {
+            mime_type: image.mime_type,
+            data: image.data,
+        }),
+        ContentBlock::Audio(audio) => ContentPart::Audio(Media {
+            mime_type: audio.mime_type,
+            data: audio.data,
+        }),
+        ContentBlock::Resource(embedded) => {
+            let (uri, mime_type, text, blob) = match embedded.resource {
+                ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text,
+                    ..
+                } => (uri, mime_type, Some(text), None),
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => (uri, mime_type, None, Some(blob)),
+                other => {
+                    return ContentPart::Text {
+                        text: format!("[resource not shown: {}]", content_kind(&other)),
+                    };
+                }
+            };
+            ContentPart::Resource(EmbeddedResource {
+                uri,
+                mime_type,
+                text,
+                blob,
+            })
+        }
+        ContentBlock::ResourceLink(link) => ContentPart::ResourceLink(ResourceLink {
+            uri: link.uri,
+            name: link.name,
+            description: link.description,
+            mime_type: link.mime_type,
+        }),
+        other => ContentPart::Text {
+            text: format!("[content not shown: {}]", content_kind(&other)),
+        },
+    }
+}
+
+/// What is wrong with a part a server sent, if anything: bytes that are not base64, a media
+/// type of the wrong kind.
+fn bad_part(part: &ContentPart) -> Option<String> {
+    let problem = match part {
+        ContentPart::Image(media) => content::check_mime_type(&media.mime_type, "image")
+            .and_then(|()| content::check_base64(&media.data)),
+        ContentPart::Audio(media) => content::check_mime_type(&media.mime_type, "audio")
+            .and_then(|()| content::check_base64(&media.data)),
+        ContentPart::Resource(EmbeddedResource {
+            blob: Some(blob), ..
+        }) => content::check_base64(blob),
+        _ => Ok(()),
+    };
+    problem.err()
+}
+
 /// The `type` of a content block or resource this version does not know, for a note.
 fn content_kind(value: &impl serde::Serialize) -> String {
     serde_json::to_value(value)
@@ -70,29 +148,44 @@ fn content_kind(value: &impl serde::Serialize) -> String {
         .unwrap_or_else(|| "an unknown kind".to_owned())
 }
 
-/// An embedded resource as the model reads it: a text resource whole, a binary one named.
-fn resource_text(resource: ResourceContents) -> String {
-    match resource {
-        ResourceContents::TextResourceContents { uri, text, .. } => {
-            format!("[resource {uri}]\n{text}")
+/// A part of a toolhost result as an MCP content block.
+pub(crate) fn block(part: ContentPart) -> ContentBlock {
+    match part {
+        ContentPart::Text { text } => ContentBlock::text(text),
+        ContentPart::Image(image) => ContentBlock::image(image.data, image.mime_type),
+        ContentPart::Audio(audio) => {
+            ContentBlock::Audio(rmcp::model::AudioContent::new(audio.data, audio.mime_type))
         }
-        ResourceContents::BlobResourceContents {
-            uri,
-            mime_type,
-            blob,
-            ..
-        } => format!(
-            "[resource {uri} ({}, {}) not shown]",
-            mime_type.as_deref().unwrap_or("binary"),
-            format_bytes((blob.len() / 4 * 3) as u64)
-        ),
-        other => format!("[resource not shown: {}]", content_kind(&other)),
+        ContentPart::ResourceLink(link) => {
+            let mut resource = rmcp::model::Resource::new(link.uri, link.name);
+            resource.description = link.description;
+            resource.mime_type = link.mime_type;
+            ContentBlock::resource_link(resource)
+        }
+        ContentPart::Resource(resource) => {
+            let contents = match (resource.text, resource.blob) {
+                (Some(text), _) => ResourceContents::TextResourceContents {
+                    uri: resource.uri,
+                    mime_type: resource.mime_type,
+                    text,
+                    meta: None,
+                },
+                (None, blob) => ResourceContents::BlobResourceContents {
+                    uri: resource.uri,
+                    mime_type: resource.mime_type,
+                    blob: blob.unwrap_or_default(),
+                    meta: None,
+                },
+            };
+            ContentBlock::Resource(rmcp::model::EmbeddedResource::new(contents))
+        }
     }
 }
 
-/// A `tools/call` result: its text for the model, its `structuredContent`, its images; an
-/// `isError` result is a [`CallError::ToolFailed`] with its text. Everything together must
-/// fit in `max_result` bytes.
+/// A `tools/call` result: its text for the model, its `structuredContent`, every part as the
+/// server gave it (images also go to models that take them); an `isError` result is a
+/// [`CallError::ToolFailed`] with its text. Everything together must fit in `max_result`
+/// bytes.
 pub(super) fn output(
     tool: &str,
     result: CallToolResult,
@@ -100,51 +193,41 @@ pub(super) fn output(
     duration: Duration,
 ) -> Result<ToolOutput, CallError> {
     let structured = result.structured_content;
-    let mut parts: Vec<String> = Vec::new();
-    let mut images = Vec::new();
+    let content: Vec<ContentPart> = result.content.into_iter().map(part).collect();
+    let mut texts: Vec<String> = Vec::new();
     if let Some(value) = &structured {
-        parts.push(value.to_string());
+        texts.push(value.to_string());
     }
-    for block in result.content {
-        match block {
+    for part in &content {
+        match part {
             // Servers also send their structured result as text (the specification asks
             // them to, for older clients): once is enough.
-            ContentBlock::Text(text)
+            ContentPart::Text { text }
                 if structured.as_ref().is_some_and(|value| {
-                    serde_json::from_str::<Value>(&text.text).is_ok_and(|v| &v == value)
+                    serde_json::from_str::<Value>(text).is_ok_and(|v| &v == value)
                 }) => {}
-            ContentBlock::Text(text) => parts.push(text.text),
-            ContentBlock::Image(image) => images.push(ToolImage {
-                mime_type: image.mime_type,
-                data: image.data,
-            }),
-            ContentBlock::Audio(audio) => parts.push(format!(
-                "[audio ({}, {}) not shown]",
-                audio.mime_type,
-                format_bytes((audio.data.len() / 4 * 3) as u64)
-            )),
-            ContentBlock::Resource(embedded) => parts.push(resource_text(embedded.resource)),
-            ContentBlock::ResourceLink(link) => {
-                let about = link
-                    .description
-                    .as_deref()
-                    .map(|d| format!(": {d}"))
-                    .unwrap_or_default();
-                parts.push(format!(
-                    "[resource link {} <{}>{about}]",
-                    link.name, link.uri
-                ));
-            }
-            other => parts.push(format!("[content not shown: {}]", content_kind(&other))),
+            // Images go to the model as images, or as a note where its format takes none.
+            ContentPart::Image(_) => {}
+            other => texts.push(other.model_text()),
         }
     }
-    let text = parts.join("\n");
-    let size = text.len() + images.iter().map(|image| image.data.len()).sum::<usize>();
+    let text = texts.join("\n");
+    // What the server sent: its parts, and its structured result (once in `texts`).
+    let structured_size = structured.as_ref().map_or(0, |_| texts[0].len());
+    let size = structured_size + content.iter().map(ContentPart::carried_size).sum::<usize>();
     if size > max_result {
         return Err(CallError::ResultTooLarge {
             tool: tool.to_owned(),
             size,
             limit: max_result,
+        });
+    }
+    if let Some(problem) = content.iter().enumerate().find_map(|(at, part)| {
+        bad_part(part).map(|problem| format!("part {at} of its result {problem}"))
+    }) {
+        return Err(CallError::ToolFailed {
+            tool: tool.to_owned(),
+            message: problem,
         });
     }
     if result.is_error == Some(true) {
@@ -160,7 +243,7 @@ pub(super) fn output(
     }
     Ok(ToolOutput {
         structured,
-        images,
+        content,
         ..ToolOutput::text(text, duration)
     })
 }
@@ -204,12 +287,23 @@ mod tests {
             output.text,
             "Here it is:\n[resource link a.txt <file:///a.txt>]"
         );
+        let images: Vec<&Media> = output.images().collect();
         assert_eq!(
-            output.images,
-            vec![ToolImage {
+            images,
+            vec![&Media {
                 mime_type: "image/png".into(),
                 data: "aGVsbG8=".into()
             }]
+        );
+        // Every part is kept, in order, to be served again as it came.
+        assert_eq!(output.content.len(), 3);
+        assert_eq!(
+            output.content.into_iter().map(block).collect::<Vec<_>>(),
+            vec![
+                ContentBlock::text("Here it is:"),
+                ContentBlock::image("aGVsbG8=", "image/png"),
+                ContentBlock::resource_link(Resource::new("file:///a.txt", "a.txt")),
+            ]
         );
     }
 

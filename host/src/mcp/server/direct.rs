@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::lines::{Output, encode_line};
+use super::reports::Notification;
 use super::{McpServer, ToolCall, lock};
 use crate::arguments::Arguments;
 
@@ -193,13 +194,18 @@ where
         arguments: Arguments,
         cancelled: CancellationToken,
     ) {
+        let level = self.server.level();
+        // Such a request has no `_meta`, so no progress token: only the tool's log lines
+        // are sent, before its answer.
+        let (observer, mut reports) = super::reports::channel();
         let call = ToolCall {
             id: &id,
             name: &name,
             arguments: &arguments,
             meta: &RequestMetaObject::default(),
-            level: self.server.level(),
+            level,
             cancelled: &cancelled,
+            observer: Some(observer),
         };
         let answer = self.server.answer(call).await;
         {
@@ -215,6 +221,15 @@ where
             return;
         }
         let mut lines = Vec::with_capacity(512);
+        while let Ok(report) = reports.try_recv() {
+            if let Some(Notification::Log(log)) = report.notification(None, level) {
+                let message: TxJsonRpcMessage<RoleServer> =
+                    JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(
+                        LoggingMessageNotification::new(log),
+                    ));
+                push_line(&mut lines, &message);
+            }
+        }
         for log in answer.logs {
             let message: TxJsonRpcMessage<RoleServer> =
                 JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(

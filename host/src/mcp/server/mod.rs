@@ -40,6 +40,7 @@ mod http;
 mod jsonrpc;
 mod lines;
 mod options;
+mod reports;
 mod router;
 mod service;
 mod stdio;
@@ -67,8 +68,9 @@ use tracing::Instrument as _;
 use crate::arguments::Arguments;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
-use crate::sandbox::CapturedLog;
+use crate::sandbox::{CapturedLog, Observer};
 use crate::source::{CallContext, ToolOutput};
+use reports::{Notification, Report};
 
 pub use http::serve_http;
 pub use options::HttpOptions;
@@ -220,7 +222,12 @@ impl McpServer {
 
     /// The call's context: the request id, and the `_meta` values `host`'s manifest lets
     /// through (a value that is not a string passes as its JSON text).
-    fn context(host: &Host, id: &RequestId, meta: &RequestMetaObject) -> CallContext {
+    fn context(
+        host: &Host,
+        id: &RequestId,
+        meta: &RequestMetaObject,
+        observer: Option<Observer>,
+    ) -> CallContext {
         let pass_meta: &BTreeSet<String> = &host.mcp_config().pass_meta;
         let values = if pass_meta.is_empty() {
             Default::default()
@@ -239,6 +246,7 @@ impl McpServer {
         CallContext {
             call_id: id.to_string(),
             values,
+            observer,
         }
     }
 
@@ -288,7 +296,7 @@ impl McpServer {
         if served.get(name).is_none() {
             return Answer::error(unknown_tool(name, &served.catalog.names()));
         }
-        let context = Self::context(&host, call.id, call.meta);
+        let context = Self::context(&host, call.id, call.meta, call.observer);
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
@@ -353,6 +361,8 @@ struct ToolCall<'a> {
     /// The least level of the logging notifications the client wants.
     level: LoggingLevel,
     cancelled: &'a CancellationToken,
+    /// Who gets the tool's progress reports and log lines.
+    observer: Option<Observer>,
 }
 
 /// What a call answers: what the tool wrote to stdout and stderr as logging notifications
@@ -507,15 +517,33 @@ impl ServerHandler for McpServer {
             Some(arguments) => Arguments::from_object(arguments),
             None => Arguments::empty(),
         };
+        let level = cx.meta.log_level().unwrap_or_else(|| self.level());
+        let (observer, mut reports) = reports::channel();
         let call = ToolCall {
             id: &cx.id,
             name: &request.name,
             arguments: &arguments,
             meta: &cx.meta,
-            level: cx.meta.log_level().unwrap_or_else(|| self.level()),
+            level,
             cancelled: &cx.ct,
+            observer: Some(observer),
         };
-        let answer = self.answer(call).await;
+        // The tool's reports go out while it runs, on the stream of its answer.
+        let token = cx.meta.get_progress_token();
+        let answer = self.answer(call);
+        tokio::pin!(answer);
+        let answer = loop {
+            tokio::select! {
+                biased;
+                answer = &mut answer => break answer,
+                Some(report) = reports.recv() => {
+                    notify(&cx.peer, report, token.as_ref(), level).await;
+                }
+            }
+        };
+        while let Ok(report) = reports.try_recv() {
+            notify(&cx.peer, report, token.as_ref(), level).await;
+        }
         for message in answer.logs {
             if let Err(error) = cx.peer.notify_logging_message(message).await {
                 tracing::debug!("cannot send the tool's output to the client: {error}");
@@ -523,6 +551,23 @@ impl ServerHandler for McpServer {
             }
         }
         answer.result.map(Into::into)
+    }
+}
+
+/// Sends the notification for a tool's `report`, if the client wants one.
+async fn notify(
+    peer: &Peer<RoleServer>,
+    report: Report,
+    token: Option<&rmcp::model::ProgressToken>,
+    level: LoggingLevel,
+) {
+    let sent = match report.notification(token, level) {
+        Some(Notification::Progress(param)) => peer.notify_progress(param).await,
+        Some(Notification::Log(param)) => peer.notify_logging_message(param).await,
+        None => return,
+    };
+    if let Err(error) = sent {
+        tracing::debug!("cannot send a tool's report to the client: {error}");
     }
 }
 

@@ -7,10 +7,10 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
+use crate::content::ContentPart;
 use crate::host::Host;
-
+use crate::mcp::client::result;
 use crate::source::ToolOutput;
-
 use crate::toolbox::Catalog;
 
 /// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
@@ -56,10 +56,14 @@ impl Served {
                 }
                 outputs.insert(spec.name.clone(), output);
             }
-            if let Some(annotations) = host
+            let annotations = match host
                 .tool_options(&spec.name)
                 .and_then(|options| options.annotations.as_ref())
             {
+                Some(overrides) => spec.annotations.overridden_by(overrides),
+                None => spec.annotations.clone(),
+            };
+            if !annotations.is_empty() {
                 let mut served = ToolAnnotations::new();
                 served.title.clone_from(&annotations.title);
                 served.read_only_hint = annotations.read_only;
@@ -91,18 +95,32 @@ impl Served {
         Some(&self.tools[*self.index.get(name)?])
     }
 
-    /// The result of a successful call of `tool`: its text, and for a tool with an output
-    /// schema the same JSON as `structuredContent`; then its images (a tool taken from an MCP
-    /// server may return some). `Err` says why a result does not fit the tool's declared
-    /// output schema (a fault of the tool).
+    /// The result of a successful call of `tool`: its parts as the tool gave them (a 0.2
+    /// component, an MCP server), or else its text; for a tool with an output schema, its
+    /// structured content (the same JSON as its text, for a tool that gives only text). `Err`
+    /// says why a result does not fit the tool's declared output schema (a fault of the tool).
     pub(super) fn result(&self, tool: &str, output: ToolOutput) -> Result<CallToolResult, String> {
-        let mut result = self.text_result(tool, output.text, output.structured)?;
-        result.content.extend(
-            output
-                .images
-                .into_iter()
-                .map(|image| ContentBlock::image(image.data, image.mime_type)),
-        );
+        // Text alone is served as before parts existed: one text block, the same JSON as the
+        // structured content for a tool with an output schema.
+        let text_only = output
+            .content
+            .iter()
+            .all(|part| matches!(part, ContentPart::Text { .. }));
+        if text_only {
+            return self.text_result(tool, output.text, output.structured);
+        }
+        let mut result =
+            CallToolResult::success(output.content.into_iter().map(result::block).collect());
+        result.structured_content = match (self.outputs.get(tool), output.structured) {
+            (Some(declared), Some(value)) => Some(conforming(declared, value)?),
+            (Some(_), None) => {
+                return Err(
+                    "it declares an output schema, but its result has no structured content"
+                        .to_owned(),
+                );
+            }
+            (None, structured) => structured,
+        };
         Ok(result)
     }
 
@@ -123,28 +141,7 @@ impl Served {
                 format!("its result is not JSON ({e}), but it declares an output schema")
             })?,
         };
-        let validator = output
-            .validator
-            .get_or_init(|| {
-                jsonschema::validator_for(&output.schema)
-                    .map_err(|e| format!("its output schema is not a valid JSON Schema: {e}"))
-            })
-            .as_ref()
-            .map_err(Clone::clone)?;
-        // A yes/no check is cheaper than looking for errors: look only when it fails.
-        if !validator.is_valid(&value)
-            && let Some(error) = validator.iter_errors(&value).next()
-        {
-            let at = error.instance_path().to_string();
-            return Err(format!(
-                "its result does not match its output schema{}: {error}",
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {at}")
-                }
-            ));
-        }
+        check(output, &value)?;
         // The text is the same JSON as `structuredContent`, as MCP asks: a client that
         // shows one of them shows the same thing.
         let (structured, text) = if output.wrapped {
@@ -169,6 +166,44 @@ impl Served {
         result.structured_content = Some(structured);
         Ok(result)
     }
+}
+
+/// Why `value` does not conform to `output`'s schema, if it does not.
+fn check(output: &Output, value: &Value) -> Result<(), String> {
+    let validator = output
+        .validator
+        .get_or_init(|| {
+            jsonschema::validator_for(&output.schema)
+                .map_err(|e| format!("its output schema is not a valid JSON Schema: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)?;
+    // A yes/no check is cheaper than looking for errors: look only when it fails.
+    if !validator.is_valid(value)
+        && let Some(error) = validator.iter_errors(value).next()
+    {
+        let at = error.instance_path().to_string();
+        return Err(format!(
+            "its result does not match its output schema{}: {error}",
+            if at.is_empty() {
+                String::new()
+            } else {
+                format!(" at {at}")
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// `value`, checked against `output`'s schema, as served (wrapped for a schema that is not
+/// an object's).
+fn conforming(output: &Output, value: Value) -> Result<Value, String> {
+    check(output, &value)?;
+    Ok(if output.wrapped {
+        json!({ "result": value })
+    } else {
+        value
+    })
 }
 
 /// Whether an output schema says the result is a string: such a tool returns its text as it

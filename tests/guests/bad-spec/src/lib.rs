@@ -12,7 +12,11 @@ struct BadSpec;
 
 impl Toolbox for BadSpec {
     fn tools() -> Vec<Tool> {
-        vec![Tool::new("bad name!", "Has a space in its name.", |_: Nothing| Ok(0))]
+        vec![Tool::new(
+            "bad name!",
+            "Has a space in its name.",
+            |_: Nothing| Ok(0),
+        )]
     }
 }
 

@@ -1,14 +1,18 @@
 //! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`, server
-//! mode) calls by name, for `host mcp --http` to serve. Only those a toolhost tool can answer
-//! are here (text results and errors); the scenarios that need images, audio, resources,
-//! progress, sampling or elicitation are in `tests/mcp_server/conformance-baseline.yml`.
+//! mode) calls by name, for `host mcp --http` to serve, written against tool contract 0.2
+//! (`wit/tool.wit`): text, images, audio, embedded resources, progress. The scenarios that
+//! still cannot pass are in `tests/mcp_server/conformance-baseline.yml`, each with its reason.
 
 wit_bindgen::generate!({
     path: "../../../wit",
     world: "toolbox",
 });
 
-use exports::toolhost::tool::tools::{CallContext, Guest, ToolError, ToolSpec};
+use exports::toolhost::tool::tools::{
+    Annotations, CallContext, Content, EmbeddedResource, Guest, Media, ResourceContents, ToolError,
+    ToolResult, ToolSpec,
+};
+use toolhost::tool::report;
 
 /// No arguments at all.
 const EMPTY: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
@@ -16,7 +20,68 @@ const EMPTY: &str = r#"{"type":"object","properties":{},"additionalProperties":f
 /// The input schema the `json-schema-2020-12` scenario checks, key for key.
 const SCHEMA_2020_12: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}"##;
 
-const TOOLS: [(&str, &str, &str); 5] = [
+/// A red pixel, as a PNG.
+const PNG: [u8; 69] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0,
+    0, 0, 144, 119, 83, 222, 0, 0, 0, 12, 73, 68, 65, 84, 120, 156, 99, 248, 207, 192, 0, 0, 3, 1,
+    1, 0, 201, 254, 146, 239, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+/// A tenth of a second of silence, as a WAV file (8 kHz, 8 bits, mono).
+fn wav() -> Vec<u8> {
+    let samples = 800u32;
+    let mut wav = Vec::with_capacity(44 + samples as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + samples).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&8000u32.to_le_bytes());
+    wav.extend_from_slice(&8000u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes());
+    wav.extend_from_slice(&8u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&samples.to_le_bytes());
+    wav.resize(44 + samples as usize, 128);
+    wav
+}
+
+fn image() -> Content {
+    Content::Image(Media {
+        data: PNG.to_vec(),
+        mime_type: "image/png".to_owned(),
+    })
+}
+
+fn resource() -> Content {
+    Content::EmbeddedResource(EmbeddedResource {
+        uri: "test://embedded-resource".to_owned(),
+        mime_type: Some("text/plain".to_owned()),
+        contents: ResourceContents::Text("This is an embedded resource content.".to_owned()),
+    })
+}
+
+fn text(text: &str) -> Result<ToolResult, ToolError> {
+    Ok(ToolResult {
+        content: vec![Content::Text(text.to_owned())],
+        structured: None,
+    })
+}
+
+fn parts(content: Vec<Content>) -> Result<ToolResult, ToolError> {
+    Ok(ToolResult {
+        content,
+        structured: None,
+    })
+}
+
+/// Waits `ms` milliseconds (the progress scenario wants reports spread over time).
+fn pause(ms: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
+const TOOLS: [(&str, &str, &str); 10] = [
     (
         "test_simple_text",
         "Returns a fixed text, for the MCP conformance suite.",
@@ -42,6 +107,23 @@ const TOOLS: [(&str, &str, &str); 5] = [
         "Returns a fixed text (SSE resumability check).",
         EMPTY,
     ),
+    ("test_image_content", "Returns a PNG image.", EMPTY),
+    ("test_audio_content", "Returns a WAV sound.", EMPTY),
+    (
+        "test_embedded_resource",
+        "Returns an embedded text resource.",
+        EMPTY,
+    ),
+    (
+        "test_multiple_content_types",
+        "Returns text, an image and a resource.",
+        EMPTY,
+    ),
+    (
+        "test_tool_with_progress",
+        "Reports progress three times, then returns.",
+        EMPTY,
+    ),
 ];
 
 struct Conformance;
@@ -52,17 +134,28 @@ impl Guest for Conformance {
             .iter()
             .map(|(name, description, schema)| ToolSpec {
                 name: (*name).to_owned(),
+                title: None,
                 description: (*description).to_owned(),
                 input_schema: (*schema).to_owned(),
                 output_schema: None,
+                annotations: Annotations {
+                    read_only: Some(true),
+                    destructive: None,
+                    idempotent: None,
+                    open_world: Some(false),
+                },
                 capabilities: Vec::new(),
             })
             .collect()
     }
 
-    fn call(name: String, arguments: String, _context: CallContext) -> Result<String, ToolError> {
+    fn call(
+        name: String,
+        arguments: String,
+        _context: CallContext,
+    ) -> Result<ToolResult, ToolError> {
         match name.as_str() {
-            "test_simple_text" => Ok("This is a simple text response for testing.".to_owned()),
+            "test_simple_text" => text("This is a simple text response for testing."),
             "test_error_handling" => Err(ToolError::Failed(
                 "This tool intentionally returns an error for testing".to_owned(),
             )),
@@ -74,11 +167,29 @@ impl Guest for Conformance {
                 ] {
                     eprintln!("{line}");
                 }
-                Ok("Tool with logging executed successfully".to_owned())
+                text("Tool with logging executed successfully")
             }
             // The arguments, as the host passed them (checked against the schema).
-            "json_schema_2020_12_tool" => Ok(arguments),
-            "test_reconnection" => Ok("Reconnection test completed".to_owned()),
+            "json_schema_2020_12_tool" => text(&arguments),
+            "test_reconnection" => text("Reconnection test completed"),
+            "test_image_content" => parts(vec![image()]),
+            "test_audio_content" => parts(vec![Content::Audio(Media {
+                data: wav(),
+                mime_type: "audio/wav".to_owned(),
+            })]),
+            "test_embedded_resource" => parts(vec![resource()]),
+            "test_multiple_content_types" => parts(vec![
+                Content::Text("Multiple content types test:".to_owned()),
+                image(),
+                resource(),
+            ]),
+            "test_tool_with_progress" => {
+                for done in [0.0, 50.0, 100.0] {
+                    report::progress(done, Some(100.0), Some(&format!("{done}% done")));
+                    pause(50);
+                }
+                text("Progress test completed")
+            }
             other => Err(ToolError::Failed(format!("no tool `{other}`"))),
         }
     }

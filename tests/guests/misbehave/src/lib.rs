@@ -62,6 +62,23 @@ fn flood(size: Size) -> Result<String, ToolError> {
     Ok("x".repeat(size.bytes as usize))
 }
 
+/// How many times to report.
+#[derive(Deserialize, JsonSchema)]
+struct Times {
+    /// The number of progress reports and log lines.
+    times: u32,
+}
+
+/// Reports progress and writes a log line `times` times each, as fast as it can.
+fn report(args: Times) -> Result<String, ToolError> {
+    let total = f64::from(args.times);
+    for done in 1..=args.times {
+        toolhost_sdk::report::progress(f64::from(done), Some(total), None);
+        toolhost_sdk::report::log(toolhost_sdk::report::Level::Info, &format!("line {done}"));
+    }
+    Ok(format!("reported {} times", args.times))
+}
+
 /// Writes `bytes` bytes to stdout and a line to stderr, then returns.
 fn chatter(size: Size) -> Result<String, ToolError> {
     let line = "0123456789abcdef\n".repeat(64);
@@ -110,7 +127,10 @@ fn context(_: Nothing, ctx: &CallContext) -> Result<serde_json::Value, ToolError
 fn connect(address: Address) -> Result<String, ToolError> {
     match std::net::TcpStream::connect(&address.address) {
         Ok(_) => Ok(format!("connected to {}", address.address)),
-        Err(e) => Err(ToolError::failed(format!("cannot connect to {}: {e}", address.address))),
+        Err(e) => Err(ToolError::failed(format!(
+            "cannot connect to {}: {e}",
+            address.address
+        ))),
     }
 }
 
@@ -139,7 +159,9 @@ struct Text {
 fn remember(args: Text) -> Result<String, ToolError> {
     static BUFFER: std::sync::Mutex<[u8; 4096]> = std::sync::Mutex::new([0; 4096]);
     let mut buffer = BUFFER.lock().map_err(|_| ToolError::failed("poisoned"))?;
-    let before = String::from_utf8_lossy(&buffer[..buffer.iter().position(|&b| b == 0).unwrap_or(4096)]).into_owned();
+    let before =
+        String::from_utf8_lossy(&buffer[..buffer.iter().position(|&b| b == 0).unwrap_or(4096)])
+            .into_owned();
     let bytes = args.text.as_bytes();
     let len = bytes.len().min(4095);
     buffer[..len].copy_from_slice(&bytes[..len]);
@@ -169,7 +191,16 @@ impl Toolbox for Misbehave {
             Tool::new("fetch", "Fetches a URL.", fetch),
             Tool::new("count", "Counts its calls.", count),
             Tool::new("remember", "Keeps text in memory.", remember),
-            Tool::new("nothing", "Does its job and returns nothing.", |_: Nothing| Ok(())),
+            Tool::new(
+                "nothing",
+                "Does its job and returns nothing.",
+                |_: Nothing| Ok(()),
+            ),
+            Tool::new(
+                "report",
+                "Reports progress and a log line many times.",
+                report,
+            ),
         ]
     }
 }

@@ -1,0 +1,148 @@
+//! What a tool returns beyond one value: text, images, audio, resources, and structured
+//! content (tool contract 0.2), and what it reports while it runs.
+
+/// One part of a tool's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// Text for the model.
+    Text(String),
+    /// An image: its bytes and media type (`image/png`, `image/jpeg`, ...).
+    Image {
+        /// The raw bytes (the host encodes them where a protocol needs text).
+        data: Vec<u8>,
+        /// The media type.
+        mime_type: String,
+    },
+    /// A sound: its bytes and media type (`audio/wav`, `audio/mpeg`, ...).
+    Audio {
+        /// The raw bytes.
+        data: Vec<u8>,
+        /// The media type.
+        mime_type: String,
+    },
+    /// A link to a resource the client can read or fetch itself.
+    ResourceLink {
+        /// Its URI, such as `file:///notes/todo.md`.
+        uri: String,
+        /// Its name.
+        name: String,
+        /// What it is.
+        description: Option<String>,
+        /// Its media type, when known.
+        mime_type: Option<String>,
+    },
+    /// A resource with its contents.
+    Resource {
+        /// Its URI.
+        uri: String,
+        /// Its media type, when known.
+        mime_type: Option<String>,
+        /// What it contains.
+        contents: ResourceContents,
+    },
+}
+
+/// The contents of an embedded resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceContents {
+    /// Text.
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+}
+
+/// A tool's result: parts in order, and structured content (JSON) when the tool has it.
+///
+/// ```
+/// use toolhost_sdk::{Content, Output};
+///
+/// let chart = Output::text("Sales by month:").with(Content::Image {
+///     data: vec![0x89, b'P', b'N', b'G'],
+///     mime_type: "image/png".into(),
+/// });
+/// assert_eq!(chart.content.len(), 2);
+/// assert_eq!(chart.text_parts(), "Sales by month:");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Output {
+    /// The parts, in order. Empty: the tool did its job and has nothing to say (the host
+    /// tells the model `Success`).
+    pub content: Vec<Content>,
+    /// The result as JSON; the host checks it against the tool's output schema.
+    pub structured: Option<serde_json::Value>,
+}
+
+impl Output {
+    /// A result of one text.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::Text(text.into())],
+            structured: None,
+        }
+    }
+
+    /// This result with `part` added at the end.
+    pub fn with(mut self, part: Content) -> Self {
+        self.content.push(part);
+        self
+    }
+
+    /// Its text parts, one per line: what a model reads of it (besides images).
+    pub fn text_parts(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|part| match part {
+                Content::Text(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Reports to whoever waits for the call: progress, and log lines (not for the model). The
+/// host passes them on at a bounded rate, so reporting often is cheap for everyone; off wasm
+/// (a tool crate's own tests) they go nowhere.
+pub mod report {
+    /// How serious a log line is.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Level {
+        /// Detail for debugging.
+        Debug,
+        /// Normal operation.
+        Info,
+        /// Normal but worth noticing.
+        Notice,
+        /// Something may be wrong.
+        Warning,
+        /// Something went wrong.
+        Error,
+    }
+
+    /// The call has come `done` of `total` units of work (`None`: unknown), with what it
+    /// does now.
+    pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
+        #[cfg(target_family = "wasm")]
+        crate::__private::bindings::toolhost::tool::report::progress(done, total, message);
+        #[cfg(not(target_family = "wasm"))]
+        let _ = (done, total, message);
+    }
+
+    /// A log line for whoever watches the call.
+    pub fn log(level: Level, message: &str) {
+        #[cfg(target_family = "wasm")]
+        {
+            use crate::__private::bindings::toolhost::tool::report::{Level as Wit, log};
+            let level = match level {
+                Level::Debug => Wit::Debug,
+                Level::Info => Wit::Info,
+                Level::Notice => Wit::Notice,
+                Level::Warning => Wit::Warning,
+                Level::Error => Wit::Error,
+            };
+            log(level, message);
+        }
+        #[cfg(not(target_family = "wasm"))]
+        let _ = (level, message);
+    }
+}

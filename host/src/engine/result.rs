@@ -1,0 +1,317 @@
+//! A component's result, checked and turned into what the rest of the host reads: the text a
+//! model is given, the structured content, and the parts (tool contract 0.2). Whatever a tool
+//! returns that breaks the contract (a media type of the wrong kind, structured content that is
+//! not JSON or does not fit the tool's output schema, a result over `max_result`) ends the
+//! call as a failure of the tool that says what was wrong, never more than that call.
+
+use serde_json::Value;
+
+use super::bindings::{ToolResult, wit};
+use crate::content::{self, ContentPart, EmbeddedResource, Media, ResourceLink};
+use crate::error::CallError;
+use crate::sandbox::Limits;
+
+/// A checked result: the model's text, the structured content, the parts.
+pub(crate) struct Checked {
+    pub(crate) text: String,
+    pub(crate) structured: Option<Value>,
+    pub(crate) content: Vec<ContentPart>,
+}
+
+/// Checks `result` of tool `tool` against `limits` and its output schema (`output`).
+pub(crate) fn check(
+    tool: &str,
+    result: ToolResult,
+    limits: &Limits,
+    output: Option<&jsonschema::Validator>,
+) -> Result<Checked, CallError> {
+    let result = match result {
+        ToolResult::V0_1(text) => {
+            limits.check_result(tool, text.len())?;
+            return Ok(Checked {
+                text,
+                structured: None,
+                content: Vec::new(),
+            });
+        }
+        ToolResult::V0_2(result) => result,
+    };
+    let failed = |message: String| CallError::ToolFailed {
+        tool: tool.to_owned(),
+        message,
+    };
+    // The size as carried (bytes as base64), counted before anything is encoded.
+    let size = result.content.iter().map(carried_size).sum::<usize>()
+        + result.structured.as_ref().map_or(0, String::len);
+    limits.check_result(tool, size)?;
+    let structured = match result.structured {
+        Some(text) => Some(serde_json::from_str::<Value>(&text).map_err(|e| {
+            failed(format!(
+                "its structured content is not JSON ({e}); return JSON text that fits its output \
+                 schema"
+            ))
+        })?),
+        None => None,
+    };
+    if let Some(validator) = output {
+        let Some(value) = &structured else {
+            return Err(failed(
+                "it declares an output schema, but its result has no structured content".to_owned(),
+            ));
+        };
+        if let Some(error) = validator.iter_errors(value).next() {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() { "/".to_owned() } else { at };
+            return Err(failed(format!(
+                "its structured content does not fit its output schema at {at} (schema {}): \
+                 {error}",
+                error.schema_path()
+            )));
+        }
+    }
+    let content = result
+        .content
+        .into_iter()
+        .enumerate()
+        .map(|(at, part)| part_of(part).map_err(|problem| failed(format!("part {at} {problem}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let text = model_text(&content, structured.as_ref());
+    Ok(Checked {
+        text,
+        structured,
+        content,
+    })
+}
+
+/// What a model reads of a result: its parts as text (images go as images), or the
+/// structured content when there are no parts.
+fn model_text(content: &[ContentPart], structured: Option<&Value>) -> String {
+    if content.is_empty() {
+        return structured.map(Value::to_string).unwrap_or_default();
+    }
+    content
+        .iter()
+        .filter(|part| !matches!(part, ContentPart::Image(_)))
+        .map(ContentPart::model_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The size of a part as MCP carries it: bytes as base64.
+fn carried_size(part: &wit::Content) -> usize {
+    let base64 = |bytes: &[u8]| bytes.len().div_ceil(3) * 4;
+    match part {
+        wit::Content::Text(text) => text.len(),
+        wit::Content::Image(media) | wit::Content::Audio(media) => {
+            base64(&media.data) + media.mime_type.len()
+        }
+        wit::Content::ResourceLink(link) => {
+            link.uri.len()
+                + link.name.len()
+                + link.description.as_ref().map_or(0, String::len)
+                + link.mime_type.as_ref().map_or(0, String::len)
+        }
+        wit::Content::EmbeddedResource(resource) => {
+            resource.uri.len()
+                + resource.mime_type.as_ref().map_or(0, String::len)
+                + match &resource.contents {
+                    wit::ResourceContents::Text(text) => text.len(),
+                    wit::ResourceContents::Blob(bytes) => base64(bytes),
+                }
+        }
+    }
+}
+
+/// A part of a 0.2 result as the host carries it, or what is wrong with it.
+fn part_of(part: wit::Content) -> Result<ContentPart, String> {
+    let media = |media: wit::Media, kind: &str| {
+        content::check_mime_type(&media.mime_type, kind)?;
+        if media.data.is_empty() {
+            return Err(format!("is an {kind} with no bytes"));
+        }
+        Ok(Media {
+            mime_type: media.mime_type,
+            data: content::encode(&media.data),
+        })
+    };
+    Ok(match part {
+        wit::Content::Text(text) => ContentPart::Text { text },
+        wit::Content::Image(image) => ContentPart::Image(media(image, "image")?),
+        wit::Content::Audio(audio) => ContentPart::Audio(media(audio, "audio")?),
+        wit::Content::ResourceLink(link) => {
+            check_uri(&link.uri)?;
+            ContentPart::ResourceLink(ResourceLink {
+                uri: link.uri,
+                name: link.name,
+                description: link.description,
+                mime_type: link.mime_type,
+            })
+        }
+        wit::Content::EmbeddedResource(resource) => {
+            check_uri(&resource.uri)?;
+            let (text, blob) = match resource.contents {
+                wit::ResourceContents::Text(text) => (Some(text), None),
+                wit::ResourceContents::Blob(bytes) => (None, Some(content::encode(&bytes))),
+            };
+            ContentPart::Resource(EmbeddedResource {
+                uri: resource.uri,
+                mime_type: resource.mime_type,
+                text,
+                blob,
+            })
+        }
+    })
+}
+
+/// Why `uri` is not a URI (`scheme:rest`), if it is not.
+fn check_uri(uri: &str) -> Result<(), String> {
+    let scheme = uri.split_once(':').map(|(scheme, _)| scheme);
+    match scheme {
+        Some(scheme)
+            if scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            Ok(())
+        }
+        _ => Err(format!(
+            "names the resource {:?}, which is not a URI; use `scheme:...`, such as \
+             `file:///notes/a.md`",
+            uri.chars().take(80).collect::<String>()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(content: Vec<wit::Content>, structured: Option<&str>) -> ToolResult {
+        ToolResult::V0_2(wit::ToolResult {
+            content,
+            structured: structured.map(str::to_owned),
+        })
+    }
+
+    fn failure(result: Result<Checked, CallError>) -> String {
+        match result {
+            Err(CallError::ToolFailed { message, .. }) => message,
+            Err(other) => panic!("not a tool failure: {other}"),
+            Ok(checked) => panic!("accepted: {}", checked.text),
+        }
+    }
+
+    #[test]
+    fn parts_are_encoded_and_the_model_reads_the_rest_as_text() {
+        let checked = check(
+            "t",
+            result(
+                vec![
+                    wit::Content::Text("A chart:".into()),
+                    wit::Content::Image(wit::Media {
+                        data: vec![1, 2, 3],
+                        mime_type: "image/png".into(),
+                    }),
+                    wit::Content::EmbeddedResource(wit::EmbeddedResource {
+                        uri: "test://data".into(),
+                        mime_type: Some("text/csv".into()),
+                        contents: wit::ResourceContents::Text("a,b".into()),
+                    }),
+                ],
+                None,
+            ),
+            &Limits::default(),
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(checked.text, "A chart:\n[resource test://data]\na,b");
+        assert_eq!(
+            checked.content[1],
+            ContentPart::Image(Media {
+                mime_type: "image/png".into(),
+                data: "AQID".into()
+            })
+        );
+    }
+
+    #[test]
+    fn bad_parts_fail_the_call_and_say_which() {
+        let image = |mime: &str, data: Vec<u8>| {
+            result(
+                vec![
+                    wit::Content::Text("x".into()),
+                    wit::Content::Image(wit::Media {
+                        data,
+                        mime_type: mime.into(),
+                    }),
+                ],
+                None,
+            )
+        };
+        let wrong = failure(check(
+            "t",
+            image("text/html", vec![1]),
+            &Limits::default(),
+            None,
+        ));
+        assert!(
+            wrong.starts_with("part 1 has the media type \"text/html\""),
+            "{wrong}"
+        );
+        let empty = failure(check(
+            "t",
+            image("image/png", vec![]),
+            &Limits::default(),
+            None,
+        ));
+        assert!(empty.contains("no bytes"), "{empty}");
+        let limits = Limits {
+            max_result: 1000,
+            ..Limits::default()
+        };
+        let big = check("t", image("image/png", vec![0; 2000]), &limits, None);
+        assert!(
+            matches!(
+                big,
+                Err(CallError::ResultTooLarge {
+                    size: 2678,
+                    limit: 1000,
+                    ..
+                })
+            ),
+            "{:?}",
+            big.err()
+        );
+    }
+
+    #[test]
+    fn structured_content_must_fit_the_output_schema() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"count": {"type": "integer"}},
+            "required": ["count"]
+        });
+        let validator = jsonschema::validator_for(&schema).unwrap_or_else(|e| panic!("{e}"));
+        let limits = Limits::default();
+        let ok = check(
+            "t",
+            result(vec![], Some(r#"{"count": 3}"#)),
+            &limits,
+            Some(&validator),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok.text, r#"{"count":3}"#);
+        let wrong = failure(check(
+            "t",
+            result(vec![], Some(r#"{"count": "three"}"#)),
+            &limits,
+            Some(&validator),
+        ));
+        assert!(wrong.contains("at /count"), "{wrong}");
+        let missing = failure(check("t", result(vec![], None), &limits, Some(&validator)));
+        assert!(missing.contains("no structured content"), "{missing}");
+        let not_json = failure(check("t", result(vec![], Some("{")), &limits, None));
+        assert!(not_json.contains("not JSON"), "{not_json}");
+    }
+}
