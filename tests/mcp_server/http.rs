@@ -262,3 +262,69 @@ async fn the_python_sdk_lists_and_calls_over_http() {
         "This is a simple text response for testing."
     );
 }
+
+/// A request of revision 2026-07-28, as a stateless client sends it: the version in a header
+/// and in `_meta`, the method (and tool) in headers too.
+async fn stateless(
+    server: &HttpServer,
+    id: i64,
+    method: &str,
+    mut params: Value,
+    meta: Value,
+) -> (u16, Vec<Value>) {
+    let mut all_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    for (key, value) in meta.as_object().into_iter().flatten() {
+        all_meta[key] = value.clone();
+    }
+    params["_meta"] = all_meta;
+    let mut request = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method);
+    if let Some(name) = params.get("name").and_then(Value::as_str) {
+        request = request.header("mcp-name", name);
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let response = request.body(body.to_string()).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, messages(&response.text().await.unwrap()))
+}
+
+#[tokio::test]
+async fn the_stateless_revision_has_no_initialize_and_logs_only_on_request() {
+    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    for method in ["initialize", "logging/setLevel"] {
+        let (status, answer) = stateless(&server, 500, method, json!({}), json!({})).await;
+        assert_eq!(status, 404, "{method}: {answer:?}");
+        assert_eq!(answer[0]["error"]["code"], -32601, "{method}: {answer:?}");
+        assert_eq!(answer[0]["id"], 500);
+    }
+    let call = json!({ "name": "test_logging_tool", "arguments": {} });
+    let logs = |messages: &[Value]| {
+        messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .count()
+    };
+    // No log level in `_meta`: no logs.
+    let (status, quiet) = stateless(&server, 1, "tools/call", call.clone(), json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(logs(&quiet), 0, "{quiet:?}");
+    assert_eq!(
+        quiet
+            .last()
+            .map(|m| m["result"]["content"][0]["text"].clone()),
+        Some(json!("Logging tool completed"))
+    );
+    // With one: the tool's log lines, before its answer.
+    let level = json!({ "io.modelcontextprotocol/logLevel": "info" });
+    let (_, told) = stateless(&server, 2, "tools/call", call, level).await;
+    assert_eq!(logs(&told), 3, "{told:?}");
+    assert_eq!(told[0]["params"]["data"], "Logging started");
+    assert_eq!(told[3]["id"], 2);
+}

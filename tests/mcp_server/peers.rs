@@ -11,7 +11,7 @@ use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
 
 /// The scenarios issue 8 requires to pass.
-const MUST_PASS: [&str; 11] = [
+const MUST_PASS: [&str; 16] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -19,6 +19,12 @@ const MUST_PASS: [&str; 11] = [
     "tools-call-simple-text",
     "tools-call-with-logging",
     "tools-call-error",
+    // Tool contract 0.2: content parts and progress.
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-progress",
     "json-schema-2020-12",
     "server-sse-polling",
     "server-sse-multiple-streams",
@@ -27,11 +33,16 @@ const MUST_PASS: [&str; 11] = [
 
 /// `tests/mcp_server/conformance-baseline.yml`: scenario, reason.
 fn baseline() -> (std::path::PathBuf, Vec<(String, String)>) {
-    let path = repo_root().join("tests/mcp_server/conformance-baseline.yml");
+    baseline_in("conformance-baseline.yml")
+}
+
+/// A baseline file of `tests/mcp_server/`: scenario, reason.
+fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
+    let path = repo_root().join("tests/mcp_server").join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     let entries = text
         .lines()
-        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter_map(|line| line.trim_start().strip_prefix("- "))
         .map(|entry| {
             let (name, reason) = entry.split_once('#').unwrap_or((entry, ""));
             (name.trim().to_owned(), reason.trim().to_owned())
@@ -284,4 +295,56 @@ async fn tools_taken_from_an_mcp_server_keep_their_images_and_structured_results
     assert!(structured["temperature"].is_number(), "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert_eq!(&serde_json::from_str::<Value>(text).unwrap(), structured);
+}
+
+/// The suite at 0.2.0-alpha.12 runs exactly what each revision requires: for 2026-07-28 (the
+/// stateless revision, no `initialize`) and for 2025-11-25 (sessions), no scored failure but
+/// those in the revision's baseline, each with its reason.
+#[tokio::test]
+async fn each_revision_has_no_scored_failure_but_its_baseline() {
+    let peers = peers();
+    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let (file, baseline) = baseline_in(&format!("conformance-{revision}.yml"));
+        for (scenario, reason) in &baseline {
+            assert!(!reason.is_empty(), "{revision}: {scenario} needs a reason");
+        }
+        let out = tempfile::tempdir().unwrap();
+        let output = tokio::process::Command::new(&peers.node24)
+            .arg(&peers.conformance_next)
+            .args(["server", "--url", &server.url, "--requirements", revision])
+            .arg("--expected-failures")
+            .arg(&file)
+            .arg("-o")
+            .arg(out.path())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{revision}: unexpected failures:\n{stdout}\n{}\nserver stderr:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            server.stderr.text()
+        );
+        // What the parts look like on the wire, beyond the suite's presence checks.
+        let checks = checks(out.path());
+        let details = |scenario: &str| checks[scenario][0]["details"].clone();
+        assert_eq!(details("tools-call-image")["mimeType"], "image/png");
+        assert_eq!(details("tools-call-audio")["hasAudioContent"], true);
+        assert_eq!(
+            details("tools-call-embedded-resource")["resourceUri"],
+            "test://embedded-resource"
+        );
+        assert_eq!(
+            details("tools-call-mixed-content")["contentTypes"],
+            json!(["text", "image", "resource"])
+        );
+        let progress = details("tools-call-with-progress");
+        assert_eq!(progress["progressCount"], 3, "{progress}");
+        assert_eq!(
+            progress["progressNotifications"][2]["progress"], 100,
+            "{progress}"
+        );
+    }
 }

@@ -19,8 +19,11 @@ pub const HANG: Duration = Duration::from_secs(60);
 pub struct Peers {
     /// Node 24 (the conformance suite needs Node 22 or newer).
     pub node24: PathBuf,
-    /// The conformance suite's entry point, run with `node24`.
+    /// The conformance suite's entry point (0.1.16), run with `node24`.
     pub conformance: PathBuf,
+    /// The conformance suite at 0.2.0-alpha.12, which knows revision 2026-07-28 and what each
+    /// revision requires (`--requirements`).
+    pub conformance_next: PathBuf,
     /// The Python with the `mcp` SDK installed.
     pub python: PathBuf,
     /// `tests/mcp-peers/mcp_client.py`.
@@ -46,8 +49,9 @@ pub fn peers() -> Peers {
         .find(|node| node.exists())
         .unwrap_or_else(|| missing(&dir.join("node24")));
     let conformance = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let conformance_next = dir.join("node_modules/conformance-next/dist/index.js");
     let python = dir.join("py/bin/python");
-    for path in [&conformance, &python] {
+    for path in [&conformance, &conformance_next, &python] {
         if !path.exists() {
             missing(path);
         }
@@ -55,6 +59,7 @@ pub fn peers() -> Peers {
     Peers {
         node24,
         conformance,
+        conformance_next,
         python,
         python_client: crate::repo_root().join("tests/mcp-peers/mcp_client.py"),
     }

@@ -194,7 +194,7 @@ where
         arguments: Arguments,
         cancelled: CancellationToken,
     ) {
-        let level = self.server.level();
+        let level = Some(self.server.level());
         // Such a request has no `_meta`, so no progress token: only the tool's log lines
         // are sent, before its answer.
         let (observer, mut reports) = super::reports::channel();

@@ -21,6 +21,16 @@ const SERVED: [&str; 5] = [
     "logging/setLevel",
 ];
 
+/// The methods revision 2026-07-28 no longer has: it begins no session (`initialize`), and a
+/// request carries its own log level in `_meta` (`logging/setLevel`).
+const NOT_STATELESS: [&str; 2] = ["initialize", "logging/setLevel"];
+
+/// The first revision without `initialize`.
+const FIRST_STATELESS: &str = "2026-07-28";
+
+/// The `_meta` key of the revision a stateless request is made in.
+const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// A message that gets an error instead of being served.
 #[derive(Debug)]
 pub(super) struct Refused {
@@ -65,6 +75,11 @@ impl Refused {
         }
     }
 
+    /// Whether this is "method not found" (HTTP 404 on the stateless revision).
+    pub(super) fn is_method_not_found(&self) -> bool {
+        self.error.code == ErrorCode::METHOD_NOT_FOUND
+    }
+
     /// Whether this is invalid params (a request that was read, with a wrong shape).
     pub(super) fn is_invalid_params(&self) -> bool {
         self.error.code == ErrorCode::INVALID_PARAMS
@@ -79,6 +94,18 @@ impl Refused {
 /// `message` (already read as rmcp reads it), or why it is refused: a request of a method
 /// served here that rmcp could only read as a custom request.
 pub(super) fn check_read(message: ClientJsonRpcMessage) -> Result<ClientJsonRpcMessage, Refused> {
+    // Rare methods: writing them out again to look at their `_meta` costs nothing that counts.
+    if let JsonRpcMessage::Request(request) = &message
+        && matches!(
+            request.request,
+            ClientRequest::InitializeRequest(_) | ClientRequest::SetLevelRequest(_)
+        )
+        && let Some(refused) = serde_json::to_value(&message)
+            .ok()
+            .and_then(|value| not_in_its_revision(&value))
+    {
+        return Err(refused);
+    }
     if let JsonRpcMessage::Request(request) = &message
         && let ClientRequest::CustomRequest(custom) = &request.request
         && SERVED.contains(&custom.method.as_str())
@@ -91,9 +118,49 @@ pub(super) fn check_read(message: ClientJsonRpcMessage) -> Result<ClientJsonRpcM
     Ok(message)
 }
 
+/// A request of a method its own revision does not have (`initialize` or `logging/setLevel`
+/// made in 2026-07-28 or later, by its `_meta`): "method not found", whatever its params.
+pub(super) fn not_in_its_revision(value: &Value) -> Option<Refused> {
+    let method = value.get("method")?.as_str()?;
+    let id = value.get("id")?;
+    let revision = value
+        .get("params")?
+        .get("_meta")?
+        .get(PROTOCOL_VERSION_KEY)?
+        .as_str()?;
+    // Revisions are dates: they sort as text.
+    if !NOT_STATELESS.contains(&method) || revision < FIRST_STATELESS {
+        return None;
+    }
+    let why = match method {
+        "initialize" => {
+            "a request of revision {revision} stands alone: there is no session to \
+                         begin (ask `server/discover` for what the server offers)"
+        }
+        _ => {
+            "a request of revision {revision} carries its log level in `_meta` \
+              (`io.modelcontextprotocol/logLevel`)"
+        }
+    };
+    Some(Refused {
+        id: (id.is_string() || id.as_i64().is_some()).then(|| id.clone()),
+        error: ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "Method not found: `{method}`; {}",
+                why.replace("{revision}", revision)
+            ),
+            None,
+        ),
+    })
+}
+
 /// Reads `value` as a client's JSON-RPC message, or says why it is refused. `Ok(None)` for a
 /// notification rmcp cannot read: it gets no answer, even a wrong one.
 pub(super) fn read(value: Value) -> Result<Option<ClientJsonRpcMessage>, Refused> {
+    if let Some(refused) = not_in_its_revision(&value) {
+        return Err(refused);
+    }
     let why = match serde_json::from_value::<ClientJsonRpcMessage>(value.clone()) {
         Ok(message) => return check_read(message).map(Some),
         Err(error) => error,
@@ -171,6 +238,33 @@ mod tests {
         let level = json!({ "jsonrpc": "2.0", "id": 1, "method": "logging/setLevel",
                             "params": { "level": "loud" } });
         assert_eq!(code(level), Some(-32602));
+    }
+
+    #[test]
+    fn methods_the_stateless_revision_dropped_are_not_found_there_only() {
+        let meta = |version: &str| json!({ "io.modelcontextprotocol/protocolVersion": version });
+        for method in ["initialize", "logging/setLevel"] {
+            // Only `_meta`, as the conformance suite sends it, and a well-formed one.
+            for params in [
+                json!({ "_meta": meta("2026-07-28") }),
+                json!({ "level": "info", "protocolVersion": "2026-07-28",
+                        "capabilities": {}, "clientInfo": {"name": "c", "version": "1"},
+                        "_meta": meta("2026-07-28") }),
+            ] {
+                let message = json!({ "jsonrpc": "2.0", "id": 500, "method": method,
+                                      "params": params });
+                assert_eq!(code(message.clone()), Some(-32601), "{method} {params}");
+                let refused = not_in_its_revision(&message).map(|r| r.message());
+                assert_eq!(refused.as_ref().map(|m| &m["id"]), Some(&json!(500)));
+            }
+            let older = json!({ "jsonrpc": "2.0", "id": 1, "method": method,
+                                "params": { "_meta": meta("2025-11-25") } });
+            assert_eq!(
+                code(older),
+                Some(-32602),
+                "{method}: the older revision has it"
+            );
+        }
     }
 
     #[test]

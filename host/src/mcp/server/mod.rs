@@ -51,13 +51,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use rmcp::model::SubscriptionFilter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, RequestId, RequestMetaObject,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -358,8 +359,9 @@ struct ToolCall<'a> {
     arguments: &'a Arguments,
     /// The request's `_meta`, whose keys the manifest lets through reach the tool.
     meta: &'a RequestMetaObject,
-    /// The least level of the logging notifications the client wants.
-    level: LoggingLevel,
+    /// The least level of the logging notifications the client wants; none at all when
+    /// `None`.
+    level: Option<LoggingLevel>,
     cancelled: &'a CancellationToken,
     /// Who gets the tool's progress reports and log lines.
     observer: Option<Observer>,
@@ -386,8 +388,11 @@ impl Answer {
 fn log_messages(
     tool: &str,
     output: &ToolOutput,
-    level: LoggingLevel,
+    level: Option<LoggingLevel>,
 ) -> Vec<LoggingMessageNotificationParam> {
+    let Some(level) = level else {
+        return Vec::new();
+    };
     if output.stdout.is_empty() && output.stderr.is_empty() {
         return Vec::new();
     }
@@ -498,6 +503,33 @@ impl ServerHandler for McpServer {
         self.negotiate_initialize(&request)
     }
 
+    /// `subscriptions/listen` (revision 2026-07-28): the tools' list is the one thing that
+    /// changes, once, when the tools finish loading.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|wanted| *wanted);
+        Some(accepted)
+    }
+
+    /// Holds a subscription until the client ends it; tells it when the tools are loaded,
+    /// if they were not when it began.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        if subscription.accepted().tools_list_changed == Some(true) && !self.is_loaded() {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                _ = self.loaded_host() => {}
+            }
+            if let Err(error) = subscription.sink().notify_tool_list_changed().await {
+                tracing::debug!("cannot tell a subscriber the tools are loaded: {error}");
+            }
+        }
+        subscription.cancelled().await;
+        Ok(())
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
@@ -517,7 +549,17 @@ impl ServerHandler for McpServer {
             Some(arguments) => Arguments::from_object(arguments),
             None => Arguments::empty(),
         };
-        let level = cx.meta.log_level().unwrap_or_else(|| self.level());
+        // A request of the stateless revision says which logs it wants, or gets none; in a
+        // session, the session's level (`logging/setLevel`) applies.
+        let stateless = cx
+            .meta
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let level = match cx.meta.log_level() {
+            Some(level) => Some(level),
+            None if stateless => None,
+            None => Some(self.level()),
+        };
         let (observer, mut reports) = reports::channel();
         let call = ToolCall {
             id: &cx.id,
@@ -559,7 +601,7 @@ async fn notify(
     peer: &Peer<RoleServer>,
     report: Report,
     token: Option<&rmcp::model::ProgressToken>,
-    level: LoggingLevel,
+    level: Option<LoggingLevel>,
 ) {
     let sent = match report.notification(token, level) {
         Some(Notification::Progress(param)) => peer.notify_progress(param).await,

@@ -1,7 +1,8 @@
 //! What a tool reports while its call runs (tool contract 0.2's `report`), as MCP
 //! notifications: progress as `notifications/progress` with the request's progress token (none
-//! without one), log lines as logging notifications at the client's level or above. The host
-//! bounds their rate where the tool reports (`sandbox::report`); here they only change shape.
+//! without one), log lines as logging notifications at the client's level or above (none
+//! when it wants none). The host bounds their rate where the tool reports
+//! (`sandbox::report`); here they only change shape.
 
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
@@ -57,7 +58,7 @@ impl Report {
     pub(super) fn notification(
         self,
         token: Option<&ProgressToken>,
-        level: LoggingLevel,
+        level: Option<LoggingLevel>,
     ) -> Option<Notification> {
         match self {
             Report::Progress(progress) => {
@@ -78,7 +79,7 @@ impl Report {
                     LogLevel::Warning => LoggingLevel::Warning,
                     LogLevel::Error => LoggingLevel::Error,
                 };
-                (at as u8 >= level as u8).then(|| {
+                (at as u8 >= level? as u8).then(|| {
                     Notification::Log(
                         LoggingMessageNotificationParam::new(at, Value::from(message))
                             .with_logger(tool),

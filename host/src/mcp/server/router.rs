@@ -127,10 +127,15 @@ impl Router {
             }
         };
         if let Err(refused) = jsonrpc::read(message.clone()) {
-            // Invalid params answer a request that was read, as rmcp's errors do.
-            let status = match refused.is_invalid_params() {
-                true => StatusCode::OK,
-                false => StatusCode::BAD_REQUEST,
+            // Invalid params answer a request that was read, as rmcp's errors do; a method
+            // the request's revision does not have is 404, as rmcp answers one it does not
+            // know.
+            let status = if refused.is_invalid_params() {
+                StatusCode::OK
+            } else if refused.is_method_not_found() {
+                StatusCode::NOT_FOUND
+            } else {
+                StatusCode::BAD_REQUEST
             };
             return jsonrpc_error(status, &refused);
         }

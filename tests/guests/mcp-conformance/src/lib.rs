@@ -81,7 +81,7 @@ fn pause(ms: u64) {
     std::thread::sleep(std::time::Duration::from_millis(ms));
 }
 
-const TOOLS: [(&str, &str, &str); 10] = [
+const TOOLS: [(&str, &str, &str); 11] = [
     (
         "test_simple_text",
         "Returns a fixed text, for the MCP conformance suite.",
@@ -122,6 +122,11 @@ const TOOLS: [(&str, &str, &str); 10] = [
     (
         "test_tool_with_progress",
         "Reports progress three times, then returns.",
+        EMPTY,
+    ),
+    (
+        "test_logging_tool",
+        "Writes three log lines (tool contract 0.2's report), then returns.",
         EMPTY,
     ),
 ];
@@ -183,6 +188,12 @@ impl Guest for Conformance {
                 image(),
                 resource(),
             ]),
+            "test_logging_tool" => {
+                for line in ["Logging started", "Logging more", "Logging done"] {
+                    report::log(report::Level::Info, line);
+                }
+                text("Logging tool completed")
+            }
             "test_tool_with_progress" => {
                 for done in [0.0, 50.0, 100.0] {
                     report::progress(done, Some(100.0), Some(&format!("{done}% done")));
