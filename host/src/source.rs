@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::arguments::Arguments;
 use crate::content::{ContentPart, Media};
 use crate::error::CallError;
-use crate::sandbox::{CapturedLog, Grants, Observer};
+use crate::sandbox::{CapturedLog, Grants, Observer, ReportCounts};
 use crate::spec::ToolSpec;
 
 /// A source of tools.
@@ -174,6 +174,10 @@ pub struct ToolOutput {
     /// also go to models that accept images in tool results.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentPart>,
+    /// How many progress reports and log lines the tool made while it ran (tool contract
+    /// 0.2's `report`), and how many were passed on.
+    #[serde(skip_serializing_if = "ReportCounts::is_none")]
+    pub reports: ReportCounts,
     /// What the tool wrote to stdout.
     pub stdout: CapturedLog,
     /// What the tool wrote to stderr.
@@ -206,6 +210,7 @@ impl ToolOutput {
             text: text.into(),
             structured: None,
             content: Vec::new(),
+            reports: ReportCounts::default(),
             stdout: CapturedLog::default(),
             stderr: CapturedLog::default(),
             duration,

@@ -106,8 +106,13 @@ fn inspect_text_shows_arguments_and_descriptions() {
     let output = host(&["inspect", CALCULATOR]);
     output.assert_success();
     let text = output.stdout;
+    assert!(text.contains("\ncontract: toolhost:tool@0.2.0\n"), "{text}");
     assert!(
-        text.contains("square_root\n  Computes the square root"),
+        text.contains("  says it is: read-only, idempotent, closed-world\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("square_root (Square root)\n  Computes the square root"),
         "{text}"
     );
     assert!(
@@ -154,4 +159,21 @@ fn tools_lists_grants_next_to_requests() {
         text.contains("granted:   nothing"),
         "the calculator has no grants: {text}"
     );
+}
+
+#[test]
+fn a_tools_progress_and_log_lines_are_on_stderr_marked_as_the_tools() {
+    let output = host(&["call", MISBEHAVE, "report", r#"{"times": 100000}"#]);
+    output.assert_success();
+    assert_eq!(output.stdout, "reported 100000 times\n");
+    let progress: Vec<&str> = output
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("[tool report] ") && line.contains(" of 100000"))
+        .collect();
+    assert_eq!(progress.first(), Some(&"[tool report] 1 of 100000"));
+    assert_eq!(progress.last(), Some(&"[tool report] 100000 of 100000"));
+    // Bounded: a hundred thousand reports, a few dozen lines.
+    assert!(progress.len() < 100, "{} progress lines", progress.len());
+    assert!(output.stderr.contains("[tool report] info: line 1\n"));
 }

@@ -141,3 +141,64 @@ async fn a_call_that_cannot_be_recorded_stops_the_run_before_the_model_sees_it()
     assert_error_chain_contains(&error, "no space left");
     assert_eq!(model.requests().len(), 1);
 }
+
+/// Collects what a run's tools report.
+#[derive(Default)]
+struct Watcher(std::sync::Mutex<Vec<String>>);
+
+impl toolhost::sandbox::CallObserver for Watcher {
+    fn progress(&self, tool: &str, progress: &toolhost::sandbox::Progress) {
+        let mut seen = self.0.lock().unwrap();
+        seen.push(format!("{tool} {}/{:?}", progress.done, progress.total));
+    }
+
+    fn log(&self, tool: &str, _: toolhost::sandbox::LogLevel, message: &str) {
+        self.0.lock().unwrap().push(format!("{tool}: {message}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_reports_reach_the_runs_observer_and_only_their_counts_the_audit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("r1", "report", r#"{"times": 5}"#)]),
+            text("reported"),
+        ],
+    )
+    .await;
+    let agent = Agent::new(
+        provider(Format::OpenAi, &model.base_url(), http_options()),
+        toolbox().await,
+        AgentOptions::default(),
+    )
+    .with_audit(Arc::new(AuditLog::open(&path).unwrap()));
+    let watcher = Arc::new(Watcher::default());
+    let options = RunOptions {
+        observer: Some(toolhost::sandbox::Observer(watcher.clone())),
+        ..RunOptions::default()
+    };
+    let mut conversation = Conversation::new();
+    conversation.push_user("report");
+    let result = agent
+        .run(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(result.text, "reported");
+    let seen = watcher.0.lock().unwrap().clone();
+    assert_eq!(seen.first().map(String::as_str), Some("report 1/Some(5.0)"));
+    assert!(seen.contains(&"report: line 5".to_owned()), "{seen:?}");
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    let record: Value =
+        serde_json::from_str(std::fs::read_to_string(&path).unwrap().trim()).unwrap();
+    assert_eq!(
+        record["reports"],
+        serde_json::json!({"progress": 5, "log_lines": 5, "passed_on": 10})
+    );
+    assert!(
+        !record.to_string().contains("line 5"),
+        "what the tool said is not kept: {record}"
+    );
+}

@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::arguments::Arguments;
+use crate::sandbox::ReportCounts;
 use crate::source::Origin;
 use crate::toolbox::Toolbox;
 
@@ -81,6 +82,10 @@ pub struct AuditRecord {
     /// The earlier identical call whose result it got, when it was not run again.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat_of: Option<String>,
+    /// How many progress reports and log lines the tool made (counts only: what they said
+    /// is not kept).
+    #[serde(skip_serializing_if = "ReportCounts::is_none")]
+    pub reports: ReportCounts,
 }
 
 /// An audit log in a file: JSON lines, appended. The file is created readable and writable
@@ -164,6 +169,7 @@ impl AuditTrail<'_> {
             duration: execution.duration,
             approval: execution.approval,
             repeat_of: execution.repeat_of.clone(),
+            reports: execution.reports,
         };
         write(sink, &record)
     }
@@ -188,6 +194,7 @@ impl AuditTrail<'_> {
             duration: Duration::ZERO,
             approval: Approval::NotRequired,
             repeat_of: None,
+            reports: ReportCounts::default(),
         };
         write(sink, &record)
     }

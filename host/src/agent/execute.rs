@@ -78,6 +78,10 @@ async fn execute_one(
     let result = toolbox
         .call_parsed(&call.name, approved.arguments, &context)
         .await;
+    let reports = result
+        .as_ref()
+        .map(|output| output.reports)
+        .unwrap_or_default();
     let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),
@@ -94,6 +98,7 @@ async fn execute_one(
     ToolExecution {
         duration: started.elapsed(),
         content,
+        reports,
         ..ToolExecution::new(call, round, outcome, output)
     }
 }

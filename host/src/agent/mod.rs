@@ -92,6 +92,7 @@ use crate::llm::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice,
     ToolDefinition, Usage,
 };
+use crate::sandbox::Observer;
 use crate::spec::ToolSpec;
 use crate::toolbox::Toolbox;
 
@@ -203,6 +204,8 @@ pub struct RunOptions {
     /// Calls this accepts wait for approval, besides those the agent's
     /// [`approval`](AgentOptions::approval) rules name.
     pub needs_approval: Option<ApprovalPredicate>,
+    /// Who gets the progress reports and log lines of the run's tool calls while they run.
+    pub observer: Option<Observer>,
 }
 
 impl std::fmt::Debug for RunOptions {

@@ -9,6 +9,7 @@ use super::approval::{Approval, rejection_message};
 use crate::content::{ContentPart, Media};
 use crate::error::ErrorKind;
 use crate::llm::ToolCall;
+use crate::sandbox::ReportCounts;
 
 /// What a tool whose function returned nothing reports to the model.
 pub(crate) const SUCCESS: &str = "Success";
@@ -33,6 +34,9 @@ pub struct ToolExecution {
     /// went to the model with it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentPart>,
+    /// How many progress reports and log lines the tool made while it ran.
+    #[serde(default, skip_serializing_if = "ReportCounts::is_none")]
+    pub reports: ReportCounts,
     /// How long it took.
     #[serde(
         rename = "duration_ms",
@@ -115,6 +119,7 @@ impl ToolExecution {
             outcome,
             output,
             content: Vec::new(),
+            reports: ReportCounts::default(),
             duration: Duration::ZERO,
             approval: Approval::NotRequired,
             repeat_of: None,

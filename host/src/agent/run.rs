@@ -402,7 +402,7 @@ fn context(options: &RunOptions) -> CallContext {
     CallContext {
         call_id: String::new(),
         values: options.context.clone(),
-        observer: None,
+        observer: options.observer.clone(),
     }
 }
 

@@ -63,7 +63,7 @@ impl CallArgs {
         let context = CallContext {
             call_id: "cli".to_owned(),
             values: self.context.iter().cloned().collect(),
-            observer: None,
+            observer: Some(super::progress::tool_reports()),
         };
         let result = host.call(&self.tool, &arguments, &context).await;
         host.shutdown().await;

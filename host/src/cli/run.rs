@@ -182,6 +182,7 @@ impl ModelArgs {
             },
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
+            observer: Some(super::progress::tool_reports()),
             ..RunOptions::default()
         };
         Ok((host, agent, options))

@@ -14,7 +14,7 @@ use crate::error::{CallError, TimeLimit};
 use crate::sandbox::limits::within;
 use crate::sandbox::report::CallReports;
 use crate::sandbox::store::{Failure, StoreState, verdict};
-use crate::sandbox::{CapturedLog, Limits, Sandbox};
+use crate::sandbox::{CapturedLog, Limits, ReportCounts, Sandbox};
 use crate::source::{CallContext, ToolOutput};
 
 /// Where the time of one call went, phase by phase, as
@@ -114,10 +114,11 @@ pub(crate) async fn call_tool(
         call_id: context.call_id.clone(),
         values: context.values.clone().into_iter().collect(),
     };
+    let mut reports = ReportCounts::default();
     let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
         store.data_mut().reports = CallReports::new(tool, context.observer.clone());
         let result = instance.call(store, tool, arguments, &wit_context).await;
-        store.data_mut().reports.finish();
+        reports = store.data_mut().reports.finish();
         result
     };
     let (result, stdout, stderr) =
@@ -145,6 +146,7 @@ pub(crate) async fn call_tool(
         text: checked.text,
         structured: checked.structured,
         content: checked.content,
+        reports,
         stdout,
         stderr,
         duration,

@@ -73,7 +73,7 @@ impl PartialEq for Observer {
 impl Eq for Observer {}
 
 /// How many reports a call made, and how many were passed on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ReportCounts {
     /// Progress reports the tool made.
     pub progress: u64,
@@ -81,6 +81,13 @@ pub struct ReportCounts {
     pub log_lines: u64,
     /// Of both, those passed on to the observer.
     pub passed_on: u64,
+}
+
+impl ReportCounts {
+    /// Whether the tool reported nothing.
+    pub fn is_none(&self) -> bool {
+        self.progress == 0 && self.log_lines == 0
+    }
 }
 
 /// The reports of one call: where they go, and the state of the rate bound.
