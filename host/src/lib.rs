@@ -48,6 +48,7 @@ pub mod llm;
 mod manifest;
 pub mod mcp;
 mod native_tools;
+mod offers;
 mod process;
 pub mod sandbox;
 pub mod source;
@@ -69,6 +70,10 @@ pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolOptions};
 pub use native_tools::NativeTools;
+pub use offers::{
+    FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptMessage, Resource,
+    ResourceContents, ResourceTemplate, Role,
+};
 pub use sandbox::{Grants, Limits};
 pub use source::{CallContext, Origin, SourceOptions, ToolOutput, ToolSource};
 pub use spec::{Capability, CapabilityRequest, ToolAnnotations, ToolSpec, is_valid_tool_name};

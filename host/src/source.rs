@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::arguments::Arguments;
 use crate::content::{ContentPart, Media};
 use crate::error::CallError;
+use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
 use crate::sandbox::{CapturedLog, Grants, Observer, ReportCounts};
 use crate::spec::ToolSpec;
 
@@ -58,6 +59,38 @@ pub trait ToolSource: Send + Sync {
     /// Never fails: a source that cannot list its tools keeps the old list and logs why.
     fn refresh(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
+    }
+
+    /// What the source offers besides tools (resources, prompts), if anything.
+    fn offers(&self) -> Option<&Offers> {
+        None
+    }
+
+    /// Reads its resource `uri`.
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, OfferError>> {
+        Box::pin(async move { Err(OfferError::NotFound(format!("no resource {uri}"))) })
+    }
+
+    /// Fills in its prompt `name` with `arguments`.
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        _arguments: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<FilledPrompt, OfferError>> {
+        Box::pin(async move { Err(OfferError::NotFound(format!("no prompt {name}"))) })
+    }
+
+    /// Values completing `value` for argument `argument` of its prompt `prompt`.
+    fn complete<'a>(
+        &'a self,
+        _prompt: &'a str,
+        _argument: &'a str,
+        _value: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, OfferError>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Stops what the source runs (an MCP server's process), politely, before the host

@@ -6,7 +6,9 @@ use std::path::Path;
 use toolhost::{
     CompileSource, ComponentConfig, LoadError, LoadedComponent, Runtime, RuntimeConfig, Toolbox,
 };
-use toolhost_tests::components::{BAD_SPEC, CALCULATOR, CLOCK, FILES, NOT_A_TOOL, WEATHER};
+use toolhost_tests::components::{
+    BAD_SPEC, CALCULATOR, CLOCK, FILES, MCP_CONFORMANCE, NOT_A_TOOL, WEATHER,
+};
 use toolhost_tests::error::assert_error_chain_contains;
 use toolhost_tests::{load, runtime};
 
@@ -223,4 +225,83 @@ async fn components_built_for_contract_0_1_still_load_and_answer() {
         .map(|spec| &spec.annotations);
     assert_eq!(add.and_then(|a| a.title.as_deref()), Some("Add"));
     assert_eq!(add.and_then(|a| a.read_only), Some(true));
+}
+
+#[tokio::test]
+async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
+    let toolbox = Toolbox::builder(&runtime())
+        .component(ComponentConfig::new(MCP_CONFORMANCE))
+        .component(ComponentConfig::new(CALCULATOR))
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let offers = toolbox.offers();
+    let uris: Vec<&str> = offers.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["test://static-text", "test://static-binary"]);
+    assert_eq!(
+        offers.templates[0].uri_template,
+        "test://template/{id}/data"
+    );
+    assert_eq!(offers.prompts.len(), 4);
+    assert_eq!(offers.prompts[1].arguments[0].name, "arg1");
+
+    let text = toolbox.read_resource("test://static-text").await.unwrap();
+    assert!(
+        text[0]
+            .text
+            .as_deref()
+            .is_some_and(|t| t.contains("static text resource"))
+    );
+    let binary = toolbox.read_resource("test://static-binary").await.unwrap();
+    assert!(
+        binary[0]
+            .blob
+            .as_deref()
+            .is_some_and(|b| b.starts_with("iVBORw0KGgo")),
+        "a PNG"
+    );
+    let made = toolbox
+        .read_resource("test://template/42/data")
+        .await
+        .unwrap();
+    assert!(
+        made[0]
+            .text
+            .as_deref()
+            .is_some_and(|t| t.contains("Data for ID: 42"))
+    );
+    let missing = toolbox.read_resource("test://nothing").await.unwrap_err();
+    assert!(
+        matches!(&missing, toolhost::OfferError::NotFound(m) if m.contains("test://static-text")),
+        "the error names the resources there are: {missing}"
+    );
+
+    let arguments = [
+        ("arg1".to_owned(), "a".to_owned()),
+        ("arg2".to_owned(), "b".to_owned()),
+    ];
+    let filled = toolbox
+        .get_prompt(
+            "test_prompt_with_arguments",
+            &arguments.into_iter().collect(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        filled.messages[0].content,
+        toolhost::ContentPart::Text {
+            text: "Prompt with arguments: arg1='a', arg2='b'".into()
+        }
+    );
+    let wrong = toolbox
+        .get_prompt("test_prompt_with_arguments", &Default::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(&wrong, toolhost::OfferError::InvalidArguments(m) if m.contains("arg1")));
+    let values = toolbox
+        .complete("test_prompt_with_arguments", "arg1", "pa")
+        .await
+        .unwrap();
+    assert_eq!(values, ["paris", "park"]);
+    toolbox.shutdown().await;
 }

@@ -11,7 +11,7 @@ use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
 
 /// The scenarios issue 8 requires to pass.
-const MUST_PASS: [&str; 16] = [
+const MUST_PASS: [&str; 26] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -19,7 +19,17 @@ const MUST_PASS: [&str; 16] = [
     "tools-call-simple-text",
     "tools-call-with-logging",
     "tools-call-error",
-    // Tool contract 0.2: content parts and progress.
+    // Tool contract 0.2: content parts, progress, resources, prompts, completion.
+    "completion-complete",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
     "tools-call-image",
     "tools-call-audio",
     "tools-call-embedded-resource",
@@ -339,6 +349,26 @@ async fn each_revision_has_no_scored_failure_but_its_baseline() {
         assert_eq!(
             details("tools-call-mixed-content")["contentTypes"],
             json!(["text", "image", "resource"])
+        );
+        // Resources and prompts of a 0.2 component.
+        assert_eq!(details("resources-read-text")["uri"], "test://static-text");
+        assert_eq!(details("resources-read-binary")["hasBlob"], true);
+        let templated = details("resources-templates-read");
+        assert!(
+            templated["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Data for ID: 123")),
+            "{templated}"
+        );
+        let with_args = details("prompts-get-with-args");
+        assert_eq!(
+            with_args["messages"][0]["content"]["text"],
+            "Prompt with arguments: arg1='testValue1', arg2='testValue2'"
+        );
+        let completed = details("completion-complete");
+        assert_eq!(
+            completed["result"]["completion"]["values"],
+            json!(["test-value", "testing"])
         );
         let progress = details("tools-call-with-progress");
         assert_eq!(progress["progressCount"], 3, "{progress}");

@@ -40,6 +40,7 @@ fn to_json(component: &LoadedComponent) -> Value {
         "sha256": component.sha256(),
         "size": component.size(),
         "contract": component.contract(),
+        "offers": component.offered(),
         "compile": component.compile_source(),
         "load_ms": component.load_time().as_secs_f64() * 1000.0,
         "imports": component.imports(),
@@ -76,6 +77,39 @@ fn to_text(component: &LoadedComponent) -> String {
     for tool in tools {
         let _ = writeln!(out);
         out.push_str(&describe_tool(tool));
+    }
+    let offers = component.offered();
+    let lines = offers
+        .resources
+        .iter()
+        .map(|r| {
+            format!(
+                "resource {}  {}",
+                r.uri,
+                r.description.as_deref().unwrap_or("")
+            )
+        })
+        .chain(offers.templates.iter().map(|t| {
+            format!(
+                "resource template {}  {}",
+                t.uri_template,
+                t.description.as_deref().unwrap_or("")
+            )
+        }))
+        .chain(offers.prompts.iter().map(|p| {
+            let arguments: Vec<&str> = p.arguments.iter().map(|a| a.name.as_str()).collect();
+            format!(
+                "prompt {}({})  {}",
+                p.name,
+                arguments.join(", "),
+                p.description.as_deref().unwrap_or("")
+            )
+        }));
+    for (at, line) in lines.enumerate() {
+        if at == 0 {
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }

@@ -25,6 +25,27 @@ mod v2 {
     });
 }
 
+/// 0.2's optional `resources` export, looked for on its own.
+mod v2_resources {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "offers-resources",
+        exports: { default: async },
+    });
+}
+
+/// 0.2's optional `prompts` export, looked for on its own.
+mod v2_prompts {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "offers-prompts",
+        exports: { default: async },
+    });
+}
+
+pub(crate) use v2_prompts::exports::toolhost::tool::prompts as wit_prompts;
+pub(crate) use v2_resources::exports::toolhost::tool::resources as wit_resources;
+
 pub(crate) use v2::exports::toolhost::tool::tools as wit;
 pub(crate) use v2::toolhost::tool::report;
 
@@ -75,13 +96,25 @@ pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
 
 /// A component's code, ready to instantiate, with the exports of its contract version.
 #[derive(Clone)]
-pub(crate) enum ToolboxPre {
+pub(crate) struct ToolboxPre {
+    tools: ToolsPre,
+    /// Whether it exports 0.2's `resources`, and `prompts`.
+    offers: (bool, bool),
+}
+
+#[derive(Clone)]
+enum ToolsPre {
     V0_1(v1::ToolboxPre<StoreState>),
     V0_2(v2::ToolboxPre<StoreState>),
 }
 
 /// A component instance.
-pub(crate) enum Toolbox {
+pub(crate) struct Toolbox {
+    instance: wasmtime::component::Instance,
+    tools: Tools,
+}
+
+enum Tools {
     V0_1(v1::Toolbox),
     V0_2(v2::Toolbox),
 }
@@ -92,18 +125,31 @@ impl ToolboxPre {
         contract: Contract,
         pre: InstancePre<StoreState>,
     ) -> wasmtime::Result<ToolboxPre> {
-        Ok(match contract {
-            Contract::V0_1 => Self::V0_1(v1::ToolboxPre::new(pre)?),
-            Contract::V0_2 => Self::V0_2(v2::ToolboxPre::new(pre)?),
-        })
+        let (tools, offers) = match contract {
+            Contract::V0_1 => (ToolsPre::V0_1(v1::ToolboxPre::new(pre)?), (false, false)),
+            Contract::V0_2 => {
+                let resources = v2_resources::OffersResourcesPre::new(pre.clone()).is_ok();
+                let prompts = v2_prompts::OffersPromptsPre::new(pre.clone()).is_ok();
+                (
+                    ToolsPre::V0_2(v2::ToolboxPre::new(pre)?),
+                    (resources, prompts),
+                )
+            }
+        };
+        Ok(Self { tools, offers })
     }
 
     /// The version of the contract the component targets.
     pub(crate) fn contract(&self) -> Contract {
-        match self {
-            Self::V0_1(_) => Contract::V0_1,
-            Self::V0_2(_) => Contract::V0_2,
+        match self.tools {
+            ToolsPre::V0_1(_) => Contract::V0_1,
+            ToolsPre::V0_2(_) => Contract::V0_2,
         }
+    }
+
+    /// Whether the component exports `resources`, and `prompts`.
+    pub(crate) fn offers(&self) -> (bool, bool) {
+        self.offers
     }
 
     /// A fresh instance in `store`.
@@ -111,25 +157,54 @@ impl ToolboxPre {
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Toolbox> {
-        Ok(match self {
-            Self::V0_1(pre) => Toolbox::V0_1(pre.instantiate_async(store).await?),
-            Self::V0_2(pre) => Toolbox::V0_2(pre.instantiate_async(store).await?),
-        })
+        let (instance, tools) = match &self.tools {
+            ToolsPre::V0_1(pre) => {
+                let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+                (
+                    instance,
+                    Tools::V0_1(v1::Toolbox::new(&mut *store, &instance)?),
+                )
+            }
+            ToolsPre::V0_2(pre) => {
+                let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
+                (
+                    instance,
+                    Tools::V0_2(v2::Toolbox::new(&mut *store, &instance)?),
+                )
+            }
+        };
+        Ok(Toolbox { instance, tools })
     }
 }
 
 impl Toolbox {
+    /// The instance's `resources` export.
+    pub(crate) fn resources(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<v2_resources::OffersResources> {
+        v2_resources::OffersResources::new(store, &self.instance)
+    }
+
+    /// The instance's `prompts` export.
+    pub(crate) fn prompts(
+        &self,
+        store: &mut Store<StoreState>,
+    ) -> wasmtime::Result<v2_prompts::OffersPrompts> {
+        v2_prompts::OffersPrompts::new(store, &self.instance)
+    }
+
     /// Calls `describe`.
     pub(crate) async fn describe(
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Vec<wit::ToolSpec>> {
-        match self {
-            Self::V0_1(instance) => {
+        match &self.tools {
+            Tools::V0_1(instance) => {
                 let specs = instance.toolhost_tool_tools().call_describe(store).await?;
                 Ok(specs.into_iter().map(from_v1::spec).collect())
             }
-            Self::V0_2(instance) => instance.toolhost_tool_tools().call_describe(store).await,
+            Tools::V0_2(instance) => instance.toolhost_tool_tools().call_describe(store).await,
         }
     }
 
@@ -143,8 +218,8 @@ impl Toolbox {
         arguments: &str,
         context: &wit::CallContext,
     ) -> wasmtime::Result<Result<ToolResult, wit::ToolError>> {
-        match self {
-            Self::V0_1(instance) => {
+        match &self.tools {
+            Tools::V0_1(instance) => {
                 let context = v1::exports::toolhost::tool::tools::CallContext {
                     call_id: context.call_id.clone(),
                     values: context.values.clone(),
@@ -155,7 +230,7 @@ impl Toolbox {
                     .await?;
                 Ok(result.map(ToolResult::V0_1).map_err(from_v1::error))
             }
-            Self::V0_2(instance) => Ok(instance
+            Tools::V0_2(instance) => Ok(instance
                 .toolhost_tool_tools()
                 .call_call(store, tool, arguments, context)
                 .await?

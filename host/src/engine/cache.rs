@@ -30,6 +30,7 @@ use wasmtime::component::Component;
 
 use crate::engine::bindings::{Contract, wit};
 use crate::error::LoadError;
+use crate::offers::Offers;
 
 /// Where a loaded component's tools came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -87,6 +88,9 @@ pub(crate) struct Described {
     /// The contract version it targets (0.1.0 in what hosts before 0.2 stored).
     #[serde(default = "first_contract")]
     pub(crate) contract: Contract,
+    /// Its resources, templates and prompts (0.2's optional exports).
+    #[serde(default)]
+    pub(crate) offers: Offers,
 }
 
 fn first_contract() -> Contract {

@@ -159,7 +159,7 @@ pub(crate) async fn call_tool(
 /// why there is none) and the captured stdout and stderr. A tool's own error (`tool-error`)
 /// counts as a result here; a denied capability turns it into
 /// [`CallError::CapabilityDenied`].
-async fn run<R>(
+pub(super) async fn run<R>(
     runtime: &Runtime,
     pre: &ToolboxPre,
     sandbox: &Sandbox,
@@ -282,7 +282,7 @@ fn judge<R: ToolResult>(
 }
 
 /// Whether a call's value is the tool reporting an error of its own.
-trait ToolResult {
+pub(super) trait ToolResult {
     fn is_tool_error(&self) -> bool;
 }
 

@@ -6,6 +6,7 @@
 //! at [`LoadedComponent::prepare`]). That is what makes a start with many large components
 //! take milliseconds, and what lets a run that offers a few tools compile only theirs.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +15,7 @@ use futures::future::BoxFuture;
 use tokio::sync::OnceCell;
 use wasmtime::component::{Component, types::ComponentItem};
 
-use super::describe;
+use super::{describe, offered};
 use crate::arguments::Arguments;
 use crate::engine::bindings::{CONTRACTS, Contract, ToolboxPre, wit};
 use crate::engine::cache;
@@ -25,6 +26,7 @@ use crate::engine::runtime::Runtime;
 use crate::engine::spare_instance::Spare;
 use crate::error::{CallError, LoadError};
 use crate::manifest::Manifest;
+use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
 
 use crate::sandbox::{Grants, Limits, Sandbox};
 use crate::source::{CallContext, ToolOutput};
@@ -105,6 +107,8 @@ pub struct LoadedComponent {
     tools: Vec<ToolSpec>,
     imports: Vec<String>,
     contract: Contract,
+    /// Its resources, templates and prompts.
+    offers: Offers,
     /// The compiled output schema of each tool (in `tools`' order), when it has one.
     outputs: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
     key: ContentKey,
@@ -166,10 +170,17 @@ impl LoadedComponent {
                         path: path.clone(),
                         source: Box::new(source),
                     })?;
+                let offers = offered::list(runtime, &pre, &describe_sandbox)
+                    .await
+                    .map_err(|source| LoadError::Describe {
+                        path: path.clone(),
+                        source: Box::new(source),
+                    })?;
                 let described = Described {
                     tools: tools.iter().map(Into::into).collect(),
                     imports,
                     contract: pre.contract(),
+                    offers,
                 };
                 if let Some(cache) = runtime.cache() {
                     cache.store_described(&key, &described);
@@ -188,6 +199,7 @@ impl LoadedComponent {
             tools,
             imports: described.imports,
             contract: described.contract,
+            offers: described.offers,
             outputs,
             key,
             source,
@@ -256,6 +268,11 @@ impl LoadedComponent {
     /// The version of the tool contract it targets.
     pub fn contract(&self) -> Contract {
         self.contract
+    }
+
+    /// Its resources, resource templates and prompts (empty for most components).
+    pub fn offered(&self) -> &Offers {
+        &self.offers
     }
 
     /// The size of the component file in bytes.
@@ -369,6 +386,52 @@ impl ToolSource for LoadedComponent {
 
     fn grants(&self) -> Option<&Grants> {
         Some(&self.config.grants)
+    }
+
+    fn offers(&self) -> Option<&Offers> {
+        Some(&self.offers).filter(|offers| !offers.is_empty())
+    }
+
+    fn read_resource<'a>(
+        &'a self,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<ResourceContents>, OfferError>> {
+        Box::pin(async move {
+            let pre = self
+                .code()
+                .await
+                .map_err(|e| OfferError::Failed(e.to_string()))?;
+            offered::read(&self.runtime, pre, &self.sandbox, uri).await
+        })
+    }
+
+    fn get_prompt<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a BTreeMap<String, String>,
+    ) -> BoxFuture<'a, Result<FilledPrompt, OfferError>> {
+        Box::pin(async move {
+            let pre = self
+                .code()
+                .await
+                .map_err(|e| OfferError::Failed(e.to_string()))?;
+            offered::get(&self.runtime, pre, &self.sandbox, name, arguments).await
+        })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        prompt: &'a str,
+        argument: &'a str,
+        value: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<String>, OfferError>> {
+        Box::pin(async move {
+            let pre = self
+                .code()
+                .await
+                .map_err(|e| OfferError::Failed(e.to_string()))?;
+            offered::complete(&self.runtime, pre, &self.sandbox, prompt, argument, value).await
+        })
     }
 }
 

@@ -19,6 +19,7 @@ pub mod cache;
 pub mod call;
 pub mod component;
 pub(crate) mod describe;
+pub(crate) mod offered;
 pub(crate) mod result;
 pub mod runtime;
 pub(crate) mod spare_instance;

@@ -15,6 +15,7 @@ use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
 
 mod catalog;
+mod offers;
 
 pub use catalog::Catalog;
 use catalog::{Slot, check, invalid_arguments};

@@ -5,13 +5,14 @@
 
 wit_bindgen::generate!({
     path: "../../../wit",
-    world: "toolbox",
+    world: "toolbox-with-resources-and-prompts",
 });
 
 use exports::toolhost::tool::tools::{
     Annotations, CallContext, Content, EmbeddedResource, Guest, Media, ResourceContents, ToolError,
     ToolResult, ToolSpec,
 };
+use exports::toolhost::tool::{prompts, resources};
 use toolhost::tool::report;
 
 /// No arguments at all.
@@ -203,6 +204,166 @@ impl Guest for Conformance {
             }
             other => Err(ToolError::Failed(format!("no tool `{other}`"))),
         }
+    }
+}
+
+impl exports::toolhost::tool::resources::Guest for Conformance {
+    fn listed() -> Vec<resources::Resource> {
+        vec![
+            resources::Resource {
+                uri: "test://static-text".to_owned(),
+                name: "static-text".to_owned(),
+                title: Some("Static text".to_owned()),
+                description: Some("A fixed text resource.".to_owned()),
+                mime_type: Some("text/plain".to_owned()),
+            },
+            resources::Resource {
+                uri: "test://static-binary".to_owned(),
+                name: "static-binary".to_owned(),
+                title: None,
+                description: Some("A fixed binary resource (a PNG).".to_owned()),
+                mime_type: Some("image/png".to_owned()),
+            },
+        ]
+    }
+
+    fn templates() -> Vec<resources::ResourceTemplate> {
+        vec![resources::ResourceTemplate {
+            uri_template: "test://template/{id}/data".to_owned(),
+            name: "template".to_owned(),
+            title: None,
+            description: Some("Data for an id.".to_owned()),
+            mime_type: Some("application/json".to_owned()),
+        }]
+    }
+
+    fn read(uri: String) -> Result<Vec<resources::Contents>, resources::ReadError> {
+        let contents = |mime: &str, body| resources::Contents {
+            uri: uri.clone(),
+            mime_type: Some(mime.to_owned()),
+            body,
+        };
+        if uri == "test://static-text" {
+            let text = "This is the content of the static text resource.".to_owned();
+            return Ok(vec![contents("text/plain", resources::Body::Text(text))]);
+        }
+        if uri == "test://static-binary" {
+            return Ok(vec![contents(
+                "image/png",
+                resources::Body::Blob(PNG.to_vec()),
+            )]);
+        }
+        let id = uri
+            .strip_prefix("test://template/")
+            .and_then(|rest| rest.strip_suffix("/data"));
+        match id {
+            Some(id) => {
+                let text = format!(
+                    "{{\"id\":\"{id}\",\"templateTest\":true,\"data\":\"Data for ID: {id}\"}}"
+                );
+                Ok(vec![contents(
+                    "application/json",
+                    resources::Body::Text(text),
+                )])
+            }
+            None => Err(resources::ReadError::NotFound(format!("no resource {uri}"))),
+        }
+    }
+}
+
+impl exports::toolhost::tool::prompts::Guest for Conformance {
+    fn listed() -> Vec<prompts::Prompt> {
+        let argument = |name: &str, description: &str| prompts::Argument {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            required: true,
+        };
+        let prompt = |name: &str, description: &str, arguments| prompts::Prompt {
+            name: name.to_owned(),
+            title: None,
+            description: Some(description.to_owned()),
+            arguments,
+        };
+        vec![
+            prompt("test_simple_prompt", "A prompt without arguments.", vec![]),
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with two arguments.",
+                vec![
+                    argument("arg1", "The first argument."),
+                    argument("arg2", "The second argument."),
+                ],
+            ),
+            prompt(
+                "test_prompt_with_embedded_resource",
+                "A prompt that embeds a resource.",
+                vec![argument("resourceUri", "The URI of the resource to embed.")],
+            ),
+            prompt("test_prompt_with_image", "A prompt with an image.", vec![]),
+        ]
+    }
+
+    fn get(
+        name: String,
+        arguments: Vec<(String, String)>,
+    ) -> Result<prompts::Filled, prompts::PromptError> {
+        let value = |key: &str| {
+            arguments
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    prompts::PromptError::InvalidArguments(format!("`{name}` needs `{key}`"))
+                })
+        };
+        let user = |part| prompts::Message {
+            role: prompts::Role::User,
+            part,
+        };
+        let text = |text: String| user(prompts::Part::Text(text));
+        let messages = match name.as_str() {
+            "test_simple_prompt" => vec![text("This is a simple prompt for testing.".to_owned())],
+            "test_prompt_with_arguments" => vec![text(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                value("arg1")?,
+                value("arg2")?
+            ))],
+            "test_prompt_with_embedded_resource" => vec![
+                user(prompts::Part::Resource(prompts::TextResource {
+                    uri: value("resourceUri")?,
+                    mime_type: Some("text/plain".to_owned()),
+                    text: "Embedded resource content for testing.".to_owned(),
+                })),
+                text("Please process the embedded resource above.".to_owned()),
+            ],
+            "test_prompt_with_image" => vec![
+                user(prompts::Part::Image(prompts::Media {
+                    data: PNG.to_vec(),
+                    mime_type: "image/png".to_owned(),
+                })),
+                text("Please analyze the image above.".to_owned()),
+            ],
+            other => {
+                return Err(prompts::PromptError::InvalidArguments(format!(
+                    "no prompt `{other}`"
+                )));
+            }
+        };
+        Ok(prompts::Filled {
+            description: None,
+            messages,
+        })
+    }
+
+    fn complete(name: String, argument: String, value: String) -> Vec<String> {
+        if name != "test_prompt_with_arguments" {
+            return Vec::new();
+        }
+        ["paris", "park", "test-value", "testing"]
+            .iter()
+            .filter(|word| word.starts_with(value.as_str()) && !argument.is_empty())
+            .map(|word| (*word).to_owned())
+            .collect()
     }
 }
 

@@ -1,0 +1,179 @@
+//! Resources, prompts and completion as `host mcp` serves them: what the toolbox's sources
+//! offer (0.2 components' `resources` and `prompts`), in MCP's shapes. The capabilities are
+//! announced only when something is offered.
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, GetPromptResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PromptMessage,
+    PromptsCapability, ReadResourceResult, Reference, ResourcesCapability, ServerCapabilities,
+};
+use serde_json::Value;
+
+use crate::host::Host;
+use crate::mcp::client::result;
+use crate::offers::{FilledPrompt, OfferError, Offers, Role};
+
+/// `capabilities` with resources, prompts and completion added for what `offers` has.
+pub(super) fn capabilities(capabilities: &mut ServerCapabilities, offers: &Offers) {
+    if !offers.resources.is_empty() || !offers.templates.is_empty() {
+        capabilities.resources = Some(ResourcesCapability::default());
+    }
+    if !offers.prompts.is_empty() {
+        capabilities.prompts = Some(PromptsCapability::default());
+        capabilities.completions = Some(JsonObject::default());
+    }
+}
+
+pub(super) fn resources(offers: &Offers) -> ListResourcesResult {
+    ListResourcesResult::with_all_items(
+        offers
+            .resources
+            .iter()
+            .map(|r| {
+                let mut resource = rmcp::model::Resource::new(r.uri.clone(), r.name.clone());
+                resource.title.clone_from(&r.title);
+                resource.description.clone_from(&r.description);
+                resource.mime_type.clone_from(&r.mime_type);
+                resource
+            })
+            .collect(),
+    )
+}
+
+pub(super) fn templates(offers: &Offers) -> ListResourceTemplatesResult {
+    ListResourceTemplatesResult::with_all_items(
+        offers
+            .templates
+            .iter()
+            .map(|t| {
+                let mut template =
+                    rmcp::model::ResourceTemplate::new(t.uri_template.clone(), t.name.clone());
+                template.title.clone_from(&t.title);
+                template.description.clone_from(&t.description);
+                template.mime_type.clone_from(&t.mime_type);
+                template
+            })
+            .collect(),
+    )
+}
+
+pub(super) fn prompts(offers: &Offers) -> ListPromptsResult {
+    ListPromptsResult::with_all_items(
+        offers
+            .prompts
+            .iter()
+            .map(|p| {
+                let arguments = p
+                    .arguments
+                    .iter()
+                    .map(|a| {
+                        let mut argument = rmcp::model::PromptArgument::new(a.name.clone());
+                        argument.description.clone_from(&a.description);
+                        argument.required = Some(a.required);
+                        argument
+                    })
+                    .collect();
+                let mut prompt = rmcp::model::Prompt::new(
+                    p.name.clone(),
+                    p.description.clone(),
+                    Some(arguments),
+                );
+                prompt.title.clone_from(&p.title);
+                prompt
+            })
+            .collect(),
+    )
+}
+
+/// Reads `uri` from the host's toolbox.
+pub(super) async fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let contents = host
+        .toolbox()
+        .read_resource(uri)
+        .await
+        .map_err(|error| error_data(error, Some(uri)))?;
+    let contents = contents
+        .into_iter()
+        .map(|c| {
+            let part = crate::content::ContentPart::Resource(c);
+            match result::block(part) {
+                rmcp::model::ContentBlock::Resource(embedded) => embedded.resource,
+                // A resource part is always a resource block.
+                _ => unreachable!("a resource part became another block"),
+            }
+        })
+        .collect();
+    Ok(ReadResourceResult::new(contents))
+}
+
+/// Fills in prompt `name` with `arguments` (values that are not strings as their JSON text).
+pub(super) async fn get(
+    host: &Host,
+    name: &str,
+    arguments: Option<JsonObject>,
+) -> Result<GetPromptResult, ErrorData> {
+    let arguments = arguments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| match value {
+            Value::String(text) => (key, text),
+            other => (key, other.to_string()),
+        })
+        .collect();
+    let filled: FilledPrompt = host
+        .toolbox()
+        .get_prompt(name, &arguments)
+        .await
+        .map_err(|error| error_data(error, None))?;
+    let messages = filled
+        .messages
+        .into_iter()
+        .map(|message| {
+            let role = match message.role {
+                Role::User => rmcp::model::Role::User,
+                Role::Assistant => rmcp::model::Role::Assistant,
+            };
+            PromptMessage::new(role, result::block(message.content))
+        })
+        .collect();
+    let mut result = GetPromptResult::new(messages);
+    result.description = filled.description;
+    Ok(result)
+}
+
+/// Completes a prompt's argument; a resource template's get none.
+pub(super) async fn complete(
+    host: &Host,
+    request: CompleteRequestParams,
+) -> Result<CompleteResult, ErrorData> {
+    let Reference::Prompt(prompt) = &request.r#ref else {
+        return Ok(CompleteResult::new(CompletionInfo::default()));
+    };
+    let values = host
+        .toolbox()
+        .complete(
+            &prompt.name,
+            &request.argument.name,
+            &request.argument.value,
+        )
+        .await
+        .map_err(|error| error_data(error, None))?;
+    let completion =
+        CompletionInfo::new(values).map_err(|problem| ErrorData::internal_error(problem, None))?;
+    Ok(CompleteResult::new(completion))
+}
+
+/// An offer's error as MCP has it: an unknown resource, an unknown prompt or bad arguments
+/// are invalid params (-32602; a resource's with its URI in `data`, as SEP-2164 asks), a
+/// failure an internal error.
+fn error_data(error: OfferError, uri: Option<&str>) -> ErrorData {
+    match (error, uri) {
+        (OfferError::NotFound(message), Some(uri)) => {
+            ErrorData::invalid_params(message, Some(serde_json::json!({ "uri": uri })))
+        }
+        (OfferError::NotFound(message) | OfferError::InvalidArguments(message), _) => {
+            ErrorData::invalid_params(message, None)
+        }
+        (OfferError::Failed(message), _) => ErrorData::internal_error(message, None),
+    }
+}
