@@ -35,7 +35,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
-use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, WEATHER};
+use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, MISBEHAVE, WEATHER};
 
 const ARGUMENTS: &str = r#"{"a": 1, "b": 2}"#;
 
@@ -139,6 +139,7 @@ async fn run() -> anyhow::Result<()> {
         "process_over_host",
         format!("{:.0}", ratio(process.median, host.median)),
     );
+    progress_cost(&runtime, iterations, &mut summary).await?;
     // `BENCH=calls just bench`: only the calls above.
     if std::env::var("BENCH").as_deref() == Ok("calls") {
         println!("{}", summary.line());
@@ -173,6 +174,60 @@ async fn run() -> anyhow::Result<()> {
         load_average()
     );
     println!("{}", summary.line());
+    Ok(())
+}
+
+/// Counts the reports it is given, as an MCP client's forwarding would take them.
+#[derive(Default)]
+struct Counter(std::sync::atomic::AtomicUsize);
+
+impl toolhost::sandbox::CallObserver for Counter {
+    fn progress(&self, _: &str, _: &toolhost::sandbox::Progress) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn log(&self, _: &str, _: toolhost::sandbox::LogLevel, _: &str) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What reporting costs a call (tool contract 0.2's `report`): the same tool reporting
+/// progress and a log line 1,000 times each, with an observer as `host mcp` attaches one,
+/// against it reporting nothing; side by side, alternating.
+async fn progress_cost(
+    runtime: &Runtime,
+    iterations: usize,
+    summary: &mut Summary,
+) -> anyhow::Result<()> {
+    let toolbox = Toolbox::builder(runtime)
+        .component(ComponentConfig::new(MISBEHAVE))
+        .build()
+        .await?;
+    let observer = std::sync::Arc::new(Counter::default());
+    let context = CallContext {
+        observer: Some(toolhost::sandbox::Observer(observer.clone())),
+        ..CallContext::default()
+    };
+    let rounds = (iterations / 10).max(50);
+    let (mut silent, mut reporting) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for (times, samples) in [(0, &mut silent), (1000, &mut reporting)] {
+            let arguments = format!(r#"{{"times": {times}}}"#);
+            let started = Instant::now();
+            toolbox.call("report", &arguments, &context).await?;
+            samples.push(started.elapsed());
+        }
+    }
+    let (silent, reporting) = (Stats::of(silent), Stats::of(reporting));
+    println!();
+    silent.row("a call that reports nothing");
+    reporting.row("  reporting progress and a log line 1000x");
+    let over = ratio(reporting.median, silent.median);
+    println!("reporting 1000x / silent:     {over:>8.2}x");
+    println!(
+        "    ({} reports passed on in {rounds} reporting calls: the rate bound)",
+        observer.0.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    summary.add("report_1000_over_silent", format!("{over:.2}"));
     Ok(())
 }
 
