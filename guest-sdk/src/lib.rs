@@ -60,6 +60,7 @@
 //! # fn main() {
 //! # let tool = &Calculator::tools()[0];
 //! # let out = tool.call(r#"{"x": 475695037565}"#, &Default::default()).unwrap();
+//! # let toolhost_sdk::Reply::Done(out) = out else { panic!() };
 //! # assert!(out.text_parts().starts_with("689706.486532"));
 //! # }
 //! ```
@@ -88,7 +89,7 @@ mod output;
 mod tool;
 
 pub use output::{Content, Output, ResourceContents, report};
-pub use tool::{Annotations, CallContext, Capability, Tool, ToolError};
+pub use tool::{Annotations, Ask, CallContext, Capability, Reply, Tool, ToolError};
 
 /// The tools a component offers. Implement it on a unit struct and pass that struct to
 /// [`export!`].
@@ -118,7 +119,7 @@ macro_rules! export {
                 name: ::std::string::String,
                 arguments: ::std::string::String,
                 context: $crate::__private::WitCallContext,
-            ) -> ::std::result::Result<$crate::__private::WitToolResult, $crate::__private::WitToolError> {
+            ) -> ::std::result::Result<$crate::__private::WitOutcome, $crate::__private::WitToolError> {
                 $crate::__private::call(
                     <$toolbox as $crate::Toolbox>::tools(),
                     &name,
@@ -156,11 +157,13 @@ pub mod __private {
     use bindings::exports::toolhost::tool::tools as types;
     pub use bindings::exports::toolhost::tool::tools::Guest;
     pub use types::{
-        CallContext as WitCallContext, ToolError as WitToolError, ToolResult as WitToolResult,
-        ToolSpec,
+        CallContext as WitCallContext, Outcome as WitOutcome, ToolError as WitToolError,
+        ToolResult as WitToolResult, ToolSpec,
     };
 
-    use crate::{CallContext, Capability, Content, Output, ResourceContents, Tool, ToolError};
+    use crate::{
+        CallContext, Capability, Content, Output, Reply, ResourceContents, Tool, ToolError,
+    };
 
     /// The specs of `tools`, as the host reads them.
     pub fn describe(tools: Vec<Tool>) -> Vec<ToolSpec> {
@@ -246,7 +249,7 @@ pub mod __private {
         name: &str,
         arguments: &str,
         context: WitCallContext,
-    ) -> Result<WitToolResult, WitToolError> {
+    ) -> Result<types::Outcome, WitToolError> {
         let Some(tool) = tools.iter().find(|tool| tool.name == name) else {
             let names: Vec<&str> = tools.iter().map(Tool::name).collect();
             return Err(WitToolError::Failed(format!(
@@ -257,9 +260,38 @@ pub mod __private {
         let context = CallContext {
             call_id: context.call_id,
             values: context.values,
+            input_responses: context
+                .input_responses
+                .into_iter()
+                .map(|(key, answer)| {
+                    let answer = serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null);
+                    (key, answer)
+                })
+                .collect(),
+            request_state: context.request_state,
         };
         tool.call(arguments, &context)
-            .map(result)
+            .map(|reply| match reply {
+                Reply::Done(output) => types::Outcome::Complete(result(output)),
+                Reply::Ask { requests, state } => {
+                    types::Outcome::InputRequired(types::InputRequired {
+                        requests: requests
+                            .into_iter()
+                            .map(|(key, ask)| {
+                                let params = ask.params.to_string();
+                                (
+                                    key,
+                                    types::InputRequest {
+                                        method: ask.method,
+                                        params,
+                                    },
+                                )
+                            })
+                            .collect(),
+                        state,
+                    })
+                }
+            })
             .map_err(|error| match error {
                 ToolError::InvalidArguments(message) => WitToolError::InvalidArguments(message),
                 ToolError::Failed(message) => WitToolError::Failed(message),

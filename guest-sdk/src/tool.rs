@@ -55,15 +55,28 @@ impl From<crate::http::Error> for ToolError {
 }
 
 /// What the host passes with each call, never shown to the model.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallContext {
     /// An identifier for this call, unique within a run.
     pub call_id: String,
     /// Key/value pairs from the embedding application (a tenant, a user id, ...).
     pub values: Vec<(String, String)>,
+    /// In a later round of a call whose tool asked for input ([`Reply::Ask`]): the answers,
+    /// by the keys of its requests.
+    pub input_responses: Vec<(String, serde_json::Value)>,
+    /// The state the tool gave when it asked, back as it gave it.
+    pub request_state: Option<String>,
 }
 
 impl CallContext {
+    /// The answer to the request the tool made under `key`, in a later round.
+    pub fn answer(&self, key: &str) -> Option<&serde_json::Value> {
+        self.input_responses
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
     /// The value passed under `key`, if any.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values
@@ -88,7 +101,61 @@ pub enum Capability {
     Socket(String),
 }
 
-type Handler = Box<dyn Fn(&str, &CallContext) -> Result<Output, ToolError>>;
+type Handler = Box<dyn Fn(&str, &CallContext) -> Result<Reply, ToolError>>;
+
+/// How a call of a [`Tool::with_reply`] tool ends: with its output, or asking for input first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Done.
+    Done(Output),
+    /// Not done: asks for input (the user, the client's model, its roots) under keys of its
+    /// choosing. The host gets the answers and calls the tool again, in a fresh instance,
+    /// with them ([`CallContext::answer`]) and `state` ([`CallContext::request_state`]).
+    Ask {
+        /// The requests, by key.
+        requests: Vec<(String, Ask)>,
+        /// What the tool needs to carry on.
+        state: Option<String>,
+    },
+}
+
+/// One thing a tool asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    /// The MCP method: `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its params.
+    pub params: serde_json::Value,
+}
+
+impl Ask {
+    /// Asks the user, with `message`, for an object of `schema` (a flat JSON Schema object).
+    pub fn user(message: &str, schema: serde_json::Value) -> Self {
+        Self {
+            method: "elicitation/create".into(),
+            params: serde_json::json!({ "message": message, "requestedSchema": schema }),
+        }
+    }
+
+    /// Asks the client's model to answer `prompt`, in at most `max_tokens`.
+    pub fn model(prompt: &str, max_tokens: u32) -> Self {
+        Self {
+            method: "sampling/createMessage".into(),
+            params: serde_json::json!({
+                "messages": [{ "role": "user", "content": { "type": "text", "text": prompt } }],
+                "maxTokens": max_tokens,
+            }),
+        }
+    }
+
+    /// Asks which directories the client works in.
+    pub fn roots() -> Self {
+        Self {
+            method: "roots/list".into(),
+            params: serde_json::json!({}),
+        }
+    }
+}
 
 /// What a tool says about its own behaviour, for clients that show it or decide by it (MCP's
 /// tool annotations). Hints only: they grant and restrict nothing. Set them with the
@@ -158,7 +225,7 @@ impl Tool {
                     example_arguments(&schema)
                 ))
             })?;
-            render_result(&function(args, context)?)
+            render_result(&function(args, context)?).map(Reply::Done)
         };
         Self {
             name: name.to_owned(),
@@ -176,8 +243,20 @@ impl Tool {
     /// mix. It declares no output schema.
     pub fn with_output<A, F>(name: &str, description: &str, function: F) -> Self
     where
-        A: DeserializeOwned + JsonSchema,
+        A: DeserializeOwned + JsonSchema + 'static,
         F: Fn(A, &CallContext) -> Result<Output, ToolError> + 'static,
+    {
+        Self::with_reply(name, description, move |args: A, context: &CallContext| {
+            function(args, context).map(Reply::Done)
+        })
+    }
+
+    /// A tool that may ask for input before it finishes ([`Reply::Ask`]). It declares no
+    /// output schema.
+    pub fn with_reply<A, F>(name: &str, description: &str, function: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema,
+        F: Fn(A, &CallContext) -> Result<Reply, ToolError> + 'static,
     {
         let handler = move |arguments: &str, context: &CallContext| {
             let args: A = serde_json::from_str(arguments).map_err(|error| {
@@ -248,7 +327,7 @@ impl Tool {
     }
 
     /// Runs the tool on `arguments` (a JSON object as text), as the host would.
-    pub fn call(&self, arguments: &str, context: &CallContext) -> Result<Output, ToolError> {
+    pub fn call(&self, arguments: &str, context: &CallContext) -> Result<Reply, ToolError> {
         (self.handler)(arguments, context)
     }
 }
@@ -368,6 +447,13 @@ mod tests {
         b: f64,
     }
 
+    fn text_of(reply: &Reply) -> String {
+        match reply {
+            Reply::Done(output) => output.text_parts(),
+            Reply::Ask { .. } => "(asks)".to_owned(),
+        }
+    }
+
     fn add_tool() -> Tool {
         Tool::new("add", "Adds two numbers.", |p: Pair| Ok(p.a + p.b))
     }
@@ -388,7 +474,9 @@ mod tests {
     #[test]
     fn call_deserializes_and_serializes() {
         let out = add_tool().call(r#"{"a": 1.5, "b": 2}"#, &CallContext::default());
-        let out = out.unwrap();
+        let Ok(Reply::Done(out)) = out else {
+            panic!("{out:?}")
+        };
         assert_eq!(out.text_parts(), "3.5");
         assert_eq!(out.structured, Some(serde_json::json!(3.5)));
     }
@@ -413,7 +501,7 @@ mod tests {
         let tool = Tool::new("forget", "Forgets.", |_: Pair| Ok(()));
         assert_eq!(
             tool.call(r#"{"a":0,"b":0}"#, &CallContext::default()),
-            Ok(Output::default()),
+            Ok(Reply::Done(Output::default())),
             "not `null`: the host says `Success` to the model"
         );
         assert_eq!(tool.output_schema(), None);
@@ -421,7 +509,7 @@ mod tests {
         let tool = Tool::new("find", "Finds.", |_: Pair| Ok(None::<String>));
         assert_eq!(
             tool.call(r#"{"a":0,"b":0}"#, &CallContext::default())
-                .map(|o| o.text_parts()),
+                .map(|r| text_of(&r)),
             Ok("null".to_owned())
         );
         assert!(tool.output_schema().is_some());
@@ -462,7 +550,7 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(
                 tool.call(r#"{"n": 1}"#, &CallContext::default())
-                    .map(|o| o.text_parts()),
+                    .map(|r| text_of(&r)),
                 Ok(r#"{"n":2}"#.to_owned())
             );
         }
@@ -484,10 +572,11 @@ mod tests {
         let ctx = CallContext {
             call_id: "1".into(),
             values: vec![("user".into(), "ada".into())],
+            ..CallContext::default()
         };
         assert_eq!(
             tool.call(r#"{"a":0,"b":0}"#, &ctx),
-            Ok(Output::text("user ada"))
+            Ok(Reply::Done(Output::text("user ada")))
         );
     }
 }

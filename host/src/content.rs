@@ -133,6 +133,44 @@ impl ContentPart {
     }
 }
 
+/// The methods a tool may ask with, and the client capability each needs.
+pub const INPUT_METHODS: [(&str, &str); 3] = [
+    ("elicitation/create", "elicitation"),
+    ("sampling/createMessage", "sampling"),
+    ("roots/list", "roots"),
+];
+
+/// What a tool needs before it can finish a call (tool contract 0.2's `input-required`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRequired {
+    /// The requests, by the keys the tool gave them.
+    pub requests: std::collections::BTreeMap<String, InputRequest>,
+    /// The tool's state, given back to it with the answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// One thing a tool asks for: an MCP request (`elicitation/create`, `sampling/createMessage`,
+/// `roots/list`) with its params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The MCP method.
+    pub method: String,
+    /// Its params (an object).
+    #[serde(default)]
+    pub params: serde_json::Value,
+}
+
+impl InputRequest {
+    /// The client capability answering it needs (`elicitation`, `sampling`, `roots`).
+    pub fn capability(&self) -> &'static str {
+        INPUT_METHODS
+            .iter()
+            .find(|(method, _)| *method == self.method)
+            .map_or("unknown", |(_, capability)| capability)
+    }
+}
+
 /// How many bytes a base64 text decodes to (without decoding it).
 fn decoded_size(base64: &str) -> usize {
     let padding = base64.bytes().rev().take_while(|&b| b == b'=').count();

@@ -203,6 +203,8 @@ pub enum ErrorKind {
     Cancelled,
     /// The source of the tool (an MCP server, say) failed or is unreachable.
     Unavailable,
+    /// The tool asked for input that whoever ran it cannot give.
+    InputRequired,
 }
 
 impl ErrorKind {
@@ -220,6 +222,7 @@ impl ErrorKind {
             Self::Instantiate => "instantiate",
             Self::Cancelled => "cancelled",
             Self::Unavailable => "unavailable",
+            Self::InputRequired => "input_required",
         }
     }
 }
@@ -350,6 +353,21 @@ pub enum CallError {
         tool: String,
     },
 
+    /// The tool asked for input before it can finish (tool contract 0.2), and whoever ran
+    /// the call cannot ask for it.
+    #[error(
+        "`{tool}` asks for input before it can finish ({}), which {asker} cannot give",
+        methods.join(", ")
+    )]
+    InputRequired {
+        /// The tool.
+        tool: String,
+        /// What it asks with (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+        methods: Vec<String>,
+        /// Who ran the call (`host run`, this MCP client, ...).
+        asker: String,
+    },
+
     /// The tool's source (an MCP server, say) failed or could not be reached.
     #[error("`{tool}` is unavailable: {message}")]
     Unavailable {
@@ -381,6 +399,7 @@ impl CallError {
             Self::Instantiate { .. } => ErrorKind::Instantiate,
             Self::Cancelled { .. } => ErrorKind::Cancelled,
             Self::Unavailable { .. } => ErrorKind::Unavailable,
+            Self::InputRequired { .. } => ErrorKind::InputRequired,
         }
     }
 
@@ -397,6 +416,7 @@ impl CallError {
             | Self::Trap { tool, .. }
             | Self::Instantiate { tool, .. }
             | Self::Cancelled { tool }
+            | Self::InputRequired { tool, .. }
             | Self::Unavailable { tool, .. } => tool,
         }
     }
@@ -415,6 +435,7 @@ impl CallError {
             | Self::Trap { tool, .. }
             | Self::Instantiate { tool, .. }
             | Self::Cancelled { tool }
+            | Self::InputRequired { tool, .. }
             | Self::Unavailable { tool, .. } => name.clone_into(tool),
         }
         self
@@ -457,6 +478,11 @@ impl CallError {
             Self::Instantiate { .. } => "the tool could not be started".to_owned(),
             Self::Cancelled { .. } => "the call was cancelled".to_owned(),
             Self::Unavailable { .. } => "the tool is unavailable right now".to_owned(),
+            Self::InputRequired { .. } => {
+                "the tool needs input from the user that cannot be asked for here; tell the \
+                 user"
+                    .to_owned()
+            }
         }
     }
 }

@@ -59,11 +59,15 @@ pub mod units;
 // The names an embedding application uses most, at the crate's root. Code inside the crate
 // imports each from the module that defines it.
 pub use arguments::{Arguments, ArgumentsError};
-pub use content::{ContentPart, EmbeddedResource, Media, ResourceLink};
+pub use content::{
+    ContentPart, EmbeddedResource, InputRequest, InputRequired, Media, ResourceLink,
+};
 pub use engine::bindings::Contract;
 pub use engine::cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use engine::call::CallPhases;
 pub use engine::component::{ComponentConfig, LoadedComponent};
+#[doc(hidden)]
+pub use engine::fuzzing as engine_fuzzing;
 pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};

@@ -19,7 +19,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::arguments::Arguments;
-use crate::content::{ContentPart, Media};
+use crate::content::{ContentPart, InputRequired, Media};
 use crate::error::CallError;
 use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
 use crate::sandbox::{CapturedLog, Grants, Observer, ReportCounts};
@@ -191,6 +191,11 @@ pub struct CallContext {
     pub values: BTreeMap<String, String>,
     /// Who gets the tool's progress reports and log lines while it runs, if anyone.
     pub observer: Option<Observer>,
+    /// When the tool asked for input in an earlier round of this call: the answers, by the
+    /// keys of its requests.
+    pub input_responses: BTreeMap<String, serde_json::Value>,
+    /// The state the tool gave with its request for input, as it gave it.
+    pub request_state: Option<String>,
 }
 
 /// A successful call's result, with what the tool logged.
@@ -207,6 +212,10 @@ pub struct ToolOutput {
     /// also go to models that accept images in tool results.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub content: Vec<ContentPart>,
+    /// Set when the tool has not finished: what it asks for first (contract 0.2). `text` and
+    /// `content` are empty then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_required: Option<InputRequired>,
     /// How many progress reports and log lines the tool made while it ran (tool contract
     /// 0.2's `report`), and how many were passed on.
     #[serde(skip_serializing_if = "ReportCounts::is_none")]
@@ -243,6 +252,7 @@ impl ToolOutput {
             text: text.into(),
             structured: None,
             content: Vec::new(),
+            input_required: None,
             reports: ReportCounts::default(),
             stdout: CapturedLog::default(),
             stderr: CapturedLog::default(),

@@ -15,7 +15,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-use exports::toolhost::tool::tools::{CallContext, Content};
+use exports::toolhost::tool::tools::{CallContext, Content, Outcome};
 
 struct State {
     wasi: WasiCtx,
@@ -64,6 +64,8 @@ pub async fn raw_calls(
     let context = CallContext {
         call_id: String::new(),
         values: Vec::new(),
+        input_responses: Vec::new(),
+        request_state: None,
     };
     let mut samples = Vec::with_capacity(iterations);
     for i in 0..iterations + 100 {
@@ -76,10 +78,11 @@ pub async fn raw_calls(
             samples.push(started.elapsed());
         }
         let text = match &result {
-            Ok(result) => match result.content.as_slice() {
+            Ok(Outcome::Complete(result)) => match result.content.as_slice() {
                 [Content::Text(text)] => Some(text.as_str()),
                 _ => None,
             },
+            Ok(Outcome::InputRequired(_)) => None,
             Err(_) => None,
         };
         assert_eq!(text, Some("3.0"), "add returned {result:?}");

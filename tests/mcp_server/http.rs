@@ -328,3 +328,76 @@ async fn the_stateless_revision_has_no_initialize_and_logs_only_on_request() {
     assert_eq!(told[0]["params"]["data"], "Logging started");
     assert_eq!(told[3]["id"], 2);
 }
+
+/// A tool that asks for input over the stateless revision: the client gets the requests and a
+/// sealed state; the state comes back unchanged, or the call is refused.
+#[tokio::test]
+async fn a_tools_request_for_input_round_trips_only_its_own_sealed_state() {
+    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let can_elicit = json!({ "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
+    let tool = "test_input_required_result_request_state";
+    let first = json!({ "name": tool, "arguments": {} });
+    let (_, asked) = stateless(&server, 1, "tools/call", first, can_elicit.clone()).await;
+    let asked = &asked.last().unwrap()["result"];
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        asked["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(
+        !state.contains("confirm-pending"),
+        "the tool's state is sealed, not shown"
+    );
+
+    let again = |state: String, name: &str| {
+        json!({
+            "name": name,
+            "arguments": {},
+            "inputResponses": { "confirm": { "action": "accept", "content": { "ok": true } } },
+            "requestState": state,
+        })
+    };
+    for (state, name, why) in [
+        (format!("{state}x"), tool, "changed"),
+        (
+            state.clone(),
+            "test_input_required_result_tampered_state",
+            "another tool",
+        ),
+    ] {
+        let (_, refused) = stateless(
+            &server,
+            2,
+            "tools/call",
+            again(state, name),
+            can_elicit.clone(),
+        )
+        .await;
+        let error = &refused.last().unwrap()["error"];
+        assert_eq!(error["code"], -32602, "{refused:?}");
+        assert!(error["message"].as_str().unwrap().contains(why), "{error}");
+    }
+    let (_, finished) = stateless(&server, 3, "tools/call", again(state, tool), can_elicit).await;
+    assert_eq!(
+        finished.last().unwrap()["result"]["content"][0]["text"],
+        "state-ok: confirmed"
+    );
+    // A client that cannot answer is told which capability the tool needs.
+    let (status, refused) = stateless(
+        &server,
+        4,
+        "tools/call",
+        json!({ "name": "test_missing_capability", "arguments": {} }),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let error = &refused.last().unwrap()["error"];
+    assert_eq!(error["code"], -32021);
+    assert!(
+        error["data"]["requiredCapabilities"]
+            .get("sampling")
+            .is_some()
+    );
+}

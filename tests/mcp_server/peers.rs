@@ -11,7 +11,7 @@ use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
 
 /// The scenarios issue 8 requires to pass.
-const MUST_PASS: [&str; 26] = [
+const MUST_PASS: [&str; 30] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -35,6 +35,10 @@ const MUST_PASS: [&str; 26] = [
     "tools-call-embedded-resource",
     "tools-call-mixed-content",
     "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "elicitation-sep1034-defaults",
+    "elicitation-sep1330-enums",
     "json-schema-2020-12",
     "server-sse-polling",
     "server-sse-multiple-streams",

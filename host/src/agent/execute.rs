@@ -74,6 +74,7 @@ async fn execute_one(
         call_id: call.id.clone(),
         values: context.values.clone(),
         observer: context.observer.clone(),
+        ..CallContext::default()
     };
     let result = toolbox
         .call_parsed(&call.name, approved.arguments, &context)
@@ -82,6 +83,16 @@ async fn execute_one(
         .as_ref()
         .map(|output| output.reports)
         .unwrap_or_default();
+    // Asking the user from inside a run (a form on the terminal, a paused run) is not built
+    // yet: the call ends with an error that says so.
+    let result = result.and_then(|output| match &output.input_required {
+        Some(asked) => Err(CallError::InputRequired {
+            tool: call.name.clone(),
+            methods: asked.requests.values().map(|r| r.method.clone()).collect(),
+            asker: "a run of the tool-calling loop".to_owned(),
+        }),
+        None => Ok(output),
+    });
     let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),

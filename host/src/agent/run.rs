@@ -403,6 +403,7 @@ fn context(options: &RunOptions) -> CallContext {
         call_id: String::new(),
         values: options.context.clone(),
         observer: options.observer.clone(),
+        ..CallContext::default()
     }
 }
 

@@ -64,8 +64,19 @@ impl CallArgs {
             call_id: "cli".to_owned(),
             values: self.context.iter().cloned().collect(),
             observer: Some(super::progress::tool_reports()),
+            ..CallContext::default()
         };
-        let result = host.call(&self.tool, &arguments, &context).await;
+        let result = host
+            .call(&self.tool, &arguments, &context)
+            .await
+            .and_then(|output| match &output.input_required {
+                Some(asked) => Err(toolhost::CallError::InputRequired {
+                    tool: self.tool.clone(),
+                    methods: asked.requests.values().map(|r| r.method.clone()).collect(),
+                    asker: "`host call`".to_owned(),
+                }),
+                None => Ok(output),
+            });
         host.shutdown().await;
         if self.json {
             let value = match &result {

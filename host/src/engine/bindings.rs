@@ -243,8 +243,8 @@ impl Toolbox {
 pub(crate) enum ToolResult {
     /// 0.1: one text (JSON when the tool declares an output schema).
     V0_1(String),
-    /// 0.2: parts and structured content.
-    V0_2(wit::ToolResult),
+    /// 0.2: parts and structured content, or a request for input.
+    V0_2(wit::Outcome),
 }
 
 /// 0.1's types in 0.2's form.

@@ -113,6 +113,12 @@ pub(crate) async fn call_tool(
     let wit_context = wit::CallContext {
         call_id: context.call_id.clone(),
         values: context.values.clone().into_iter().collect(),
+        input_responses: context
+            .input_responses
+            .iter()
+            .map(|(key, answer)| (key.clone(), answer.to_string()))
+            .collect(),
+        request_state: context.request_state.clone(),
     };
     let mut reports = ReportCounts::default();
     let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
@@ -146,6 +152,7 @@ pub(crate) async fn call_tool(
         text: checked.text,
         structured: checked.structured,
         content: checked.content,
+        input_required: checked.input_required,
         reports,
         stdout,
         stderr,

@@ -19,6 +19,8 @@ pub mod cache;
 pub mod call;
 pub mod component;
 pub(crate) mod describe;
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod offered;
 pub(crate) mod result;
 pub mod runtime;

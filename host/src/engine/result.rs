@@ -4,19 +4,33 @@
 //! not JSON or does not fit the tool's output schema, a result over `max_result`) ends the
 //! call as a failure of the tool that says what was wrong, never more than that call.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::bindings::{ToolResult, wit};
-use crate::content::{self, ContentPart, EmbeddedResource, Media, ResourceLink};
+use crate::content::{
+    self, ContentPart, EmbeddedResource, INPUT_METHODS, InputRequest, InputRequired, Media,
+    ResourceLink,
+};
 use crate::error::CallError;
 use crate::sandbox::Limits;
 
-/// A checked result: the model's text, the structured content, the parts.
+/// A checked result: the model's text, the structured content, the parts; or what the tool
+/// asks for before it can finish.
+#[derive(Default)]
 pub(crate) struct Checked {
     pub(crate) text: String,
     pub(crate) structured: Option<Value>,
     pub(crate) content: Vec<ContentPart>,
+    pub(crate) input_required: Option<InputRequired>,
 }
+
+/// At most this many requests for input in one round.
+const MAX_INPUT_REQUESTS: usize = 16;
+
+/// The longest state a tool may keep across rounds.
+const MAX_REQUEST_STATE: usize = 64 * 1024;
 
 /// Checks `result` of tool `tool` against `limits` and its output schema (`output`).
 pub(crate) fn check(
@@ -30,11 +44,16 @@ pub(crate) fn check(
             limits.check_result(tool, text.len())?;
             return Ok(Checked {
                 text,
-                structured: None,
-                content: Vec::new(),
+                ..Checked::default()
             });
         }
-        ToolResult::V0_2(result) => result,
+        ToolResult::V0_2(wit::Outcome::InputRequired(asked)) => {
+            return input_required(tool, asked, limits).map(|asked| Checked {
+                input_required: Some(asked),
+                ..Checked::default()
+            });
+        }
+        ToolResult::V0_2(wit::Outcome::Complete(result)) => result,
     };
     let failed = |message: String| CallError::ToolFailed {
         tool: tool.to_owned(),
@@ -80,6 +99,90 @@ pub(crate) fn check(
         text,
         structured,
         content,
+        input_required: None,
+    })
+}
+
+/// A tool's request for input, checked: 1 to 16 requests under distinct non-empty keys, each
+/// of a method a tool may ask with and params that are a JSON object, and a state within
+/// its size limit.
+fn input_required(
+    tool: &str,
+    asked: wit::InputRequired,
+    limits: &Limits,
+) -> Result<InputRequired, CallError> {
+    let failed = |message: String| CallError::ToolFailed {
+        tool: tool.to_owned(),
+        message,
+    };
+    let size = asked.state.as_ref().map_or(0, String::len)
+        + asked
+            .requests
+            .iter()
+            .map(|(key, request)| key.len() + request.method.len() + request.params.len())
+            .sum::<usize>();
+    limits.check_result(tool, size)?;
+    if asked.requests.is_empty() || asked.requests.len() > MAX_INPUT_REQUESTS {
+        return Err(failed(format!(
+            "it asked for input with {} requests; ask 1 to {MAX_INPUT_REQUESTS}",
+            asked.requests.len()
+        )));
+    }
+    if asked
+        .state
+        .as_ref()
+        .is_some_and(|state| state.len() > MAX_REQUEST_STATE)
+    {
+        return Err(failed(format!(
+            "it asked for input with a state over {} KiB; keep less, or keep it elsewhere",
+            MAX_REQUEST_STATE / 1024
+        )));
+    }
+    let mut requests = BTreeMap::new();
+    for (key, request) in asked.requests {
+        if !INPUT_METHODS
+            .iter()
+            .any(|(method, _)| *method == request.method)
+        {
+            let methods: Vec<&str> = INPUT_METHODS.iter().map(|(method, _)| *method).collect();
+            return Err(failed(format!(
+                "it asked for input with the method {:?}; a tool may ask with {}",
+                request.method.chars().take(80).collect::<String>(),
+                methods.join(", ")
+            )));
+        }
+        let params: Value = match request.params.trim() {
+            "" => Value::Object(serde_json::Map::new()),
+            text => serde_json::from_str(text).map_err(|e| {
+                failed(format!(
+                    "its `{}` request's params are not JSON ({e})",
+                    request.method
+                ))
+            })?,
+        };
+        if !params.is_object() {
+            return Err(failed(format!(
+                "its `{}` request's params are not a JSON object",
+                request.method
+            )));
+        }
+        if key.is_empty() || requests.contains_key(&key) {
+            return Err(failed(format!(
+                "it asked for input under the key {key:?} twice or empty; give each request \
+                 a key of its own"
+            )));
+        }
+        requests.insert(
+            key,
+            InputRequest {
+                method: request.method,
+                params,
+            },
+        );
+    }
+    Ok(InputRequired {
+        requests,
+        state: asked.state,
     })
 }
 
@@ -188,10 +291,10 @@ mod tests {
     use super::*;
 
     fn result(content: Vec<wit::Content>, structured: Option<&str>) -> ToolResult {
-        ToolResult::V0_2(wit::ToolResult {
+        ToolResult::V0_2(wit::Outcome::Complete(wit::ToolResult {
             content,
             structured: structured.map(str::to_owned),
-        })
+        }))
     }
 
     fn failure(result: Result<Checked, CallError>) -> String {

@@ -206,8 +206,11 @@ where
             level,
             cancelled: &cancelled,
             observer: Some(observer),
+            input_responses: Default::default(),
+            request_state: None,
         };
-        let answer = self.server.answer(call).await;
+        let mut answer = self.server.answer(call).await;
+        cannot_ask(&name, &mut answer);
         {
             let mut running = lock(&self.running);
             // The id may have been taken by a later request meanwhile.
@@ -221,16 +224,13 @@ where
             return;
         }
         let mut lines = Vec::with_capacity(512);
-        while let Ok(report) = reports.try_recv() {
-            if let Some(Notification::Log(log)) = report.notification(None, level) {
-                let message: TxJsonRpcMessage<RoleServer> =
-                    JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(
-                        LoggingMessageNotification::new(log),
-                    ));
-                push_line(&mut lines, &message);
+        let reported = std::iter::from_fn(|| reports.try_recv().ok()).filter_map(|report| {
+            match report.notification(None, level) {
+                Some(Notification::Log(log)) => Some(log),
+                _ => None,
             }
-        }
-        for log in answer.logs {
+        });
+        for log in reported.collect::<Vec<_>>().into_iter().chain(answer.logs) {
             let message: TxJsonRpcMessage<RoleServer> =
                 JsonRpcMessage::notification(ServerNotification::LoggingMessageNotification(
                     LoggingMessageNotification::new(log),
@@ -258,6 +258,20 @@ where
             tracing::debug!("cannot answer a call: {error}");
         }
         self.output.settle(&id);
+    }
+}
+
+/// A tool that asks for input on this path gets an error result: the path answers a call with
+/// one line and cannot ask the client anything meanwhile.
+fn cannot_ask(tool: &str, answer: &mut super::Answer) {
+    if let Some(asked) = answer.asked.take() {
+        let error = crate::error::CallError::InputRequired {
+            tool: tool.to_owned(),
+            methods: asked.requests.values().map(|r| r.method.clone()).collect(),
+            asker: "a stdio call without `_meta` (send one, even empty, to be asked)".to_owned(),
+        };
+        tracing::warn!("{error}");
+        answer.result = Ok(super::error_result(error.model_message()));
     }
 }
 

@@ -34,6 +34,7 @@
 // is still what clients speak.
 #![allow(deprecated)]
 
+mod asking;
 mod direct;
 mod disconnect;
 mod http;
@@ -47,7 +48,7 @@ mod service;
 mod stdio;
 mod tools;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -72,6 +73,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument as _;
 
 use crate::arguments::Arguments;
+use crate::content::InputRequired;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
 use crate::sandbox::{CapturedLog, Observer};
@@ -106,6 +108,9 @@ struct Shared {
     calls: TaskTracker,
     /// Set when the server is shutting down: no new call is taken.
     draining: AtomicBool,
+    /// What the `requestState`s of calls that ask for input are sealed with (none only if
+    /// the system had no randomness to make it).
+    state_key: Option<asking::StateKey>,
 }
 
 impl McpServer {
@@ -129,6 +134,9 @@ impl McpServer {
                 waiting: Mutex::new(Vec::new()),
                 calls: TaskTracker::new(),
                 draining: AtomicBool::new(false),
+                state_key: asking::StateKey::random()
+                    .inspect_err(|e| tracing::error!("{e}: tools cannot ask for input"))
+                    .ok(),
             }),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
@@ -253,6 +261,7 @@ impl McpServer {
             call_id: id.to_string(),
             values,
             observer,
+            ..CallContext::default()
         }
     }
 
@@ -269,10 +278,7 @@ impl McpServer {
                 "the server is shutting down and takes no new calls",
                 None,
             );
-            return Answer {
-                logs: Vec::new(),
-                result: Err(error),
-            };
+            return Answer::error(error);
         }
         // Each call is a span: the tool, the request, how it ended and how long it took.
         let span = tracing::info_span!(
@@ -302,7 +308,9 @@ impl McpServer {
         if served.get(name).is_none() {
             return Answer::error(unknown_tool(name, &served.catalog.names()));
         }
-        let context = Self::context(&host, call.id, call.meta, call.observer);
+        let mut context = Self::context(&host, call.id, call.meta, call.observer);
+        context.input_responses = call.input_responses;
+        context.request_state = call.request_state;
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
@@ -320,6 +328,14 @@ impl McpServer {
                     tool: name.to_owned(),
                 };
                 ("cancelled", error_result(error.model_message()))
+            }
+            Some(Ok(output)) if output.input_required.is_some() => {
+                span.record("outcome", "input_required");
+                return Answer {
+                    logs: log_messages(name, &output, call.level),
+                    result: Ok(CallToolResult::success(Vec::new())),
+                    asked: output.input_required,
+                };
             }
             Some(Ok(output)) => {
                 logs = log_messages(name, &output, call.level);
@@ -352,6 +368,7 @@ impl McpServer {
         Answer {
             logs,
             result: Ok(result),
+            asked: None,
         }
     }
 }
@@ -370,13 +387,18 @@ struct ToolCall<'a> {
     cancelled: &'a CancellationToken,
     /// Who gets the tool's progress reports and log lines.
     observer: Option<Observer>,
+    /// The answers to what the tool asked for in an earlier round, by key.
+    input_responses: BTreeMap<String, Value>,
+    /// The tool's own state from that round.
+    request_state: Option<String>,
 }
 
 /// What a call answers: what the tool wrote to stdout and stderr as logging notifications
-/// (to be sent first), then the result.
+/// (to be sent first), then the result; or what the tool asks for before it can finish.
 struct Answer {
     logs: Vec<LoggingMessageNotificationParam>,
     result: Result<CallToolResult, ErrorData>,
+    asked: Option<InputRequired>,
 }
 
 impl Answer {
@@ -384,6 +406,7 @@ impl Answer {
         Self {
             logs: Vec::new(),
             result: Err(error),
+            asked: None,
         }
     }
 }
@@ -515,9 +538,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(offers::resources(
-            &self.loaded_host().await.toolbox().offers(),
-        ))
+        offers::resources(&self.loaded_host().await.toolbox().offers())
     }
 
     async fn list_resource_templates(
@@ -525,9 +546,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(offers::templates(
-            &self.loaded_host().await.toolbox().offers(),
-        ))
+        offers::templates(&self.loaded_host().await.toolbox().offers())
     }
 
     async fn read_resource(
@@ -544,9 +563,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(offers::prompts(
-            &self.loaded_host().await.toolbox().offers(),
-        ))
+        offers::prompts(&self.loaded_host().await.toolbox().offers())
     }
 
     async fn get_prompt(
@@ -626,17 +643,91 @@ impl ServerHandler for McpServer {
             None if stateless => None,
             None => Some(self.level()),
         };
+        // A later round of a call that asked for input: the answers, and the tool's state
+        // (only if this server sealed it for this very call).
+        let responses = request.input_responses.take().unwrap_or_default();
+        asking::check_responses(&responses)?;
+        let mut input = Input {
+            responses,
+            state: match &request.request_state {
+                Some(token) => self
+                    .state_key()?
+                    .open(token, &request.name, arguments.text())?,
+                None => None,
+            },
+        };
+        for _round in 0..asking::MAX_ROUNDS {
+            let answer = self
+                .answer_streaming(&cx, &request.name, &arguments, level, input)
+                .await;
+            let Some(asked) = answer.asked else {
+                return answer.result.map(Into::into);
+            };
+            if stateless {
+                let requests = asking::allowed(&asked, cx.meta.client_capabilities().as_ref())?;
+                let state = self
+                    .state_key()?
+                    .seal(&request.name, arguments.text(), asked.state);
+                return Ok(asking::input_required_result(requests, state).into());
+            }
+            // In a session the server asks the client itself, and calls again.
+            input = Input {
+                responses: asking::ask(&cx.peer, &asked).await?,
+                state: asked.state,
+            };
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "`{}` asked for input {} times without finishing; it was given up on",
+                request.name,
+                asking::MAX_ROUNDS
+            ),
+            None,
+        ))
+    }
+}
+
+impl McpServer {
+    fn state_key(&self) -> Result<&asking::StateKey, ErrorData> {
+        self.shared.state_key.as_ref().ok_or_else(|| {
+            ErrorData::internal_error(
+                "this server cannot seal request states (no randomness)",
+                None,
+            )
+        })
+    }
+}
+
+/// What a later round of a call gets: the client's answers and the tool's state.
+#[derive(Default)]
+struct Input {
+    responses: BTreeMap<String, Value>,
+    state: Option<String>,
+}
+
+impl McpServer {
+    /// Runs one round of a `tools/call` from rmcp's handler: the tool's reports go out while
+    /// it runs, on the stream of its answer, and its output lines after them.
+    async fn answer_streaming(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        name: &str,
+        arguments: &Arguments,
+        level: Option<LoggingLevel>,
+        input: Input,
+    ) -> Answer {
         let (observer, mut reports) = reports::channel();
         let call = ToolCall {
             id: &cx.id,
-            name: &request.name,
-            arguments: &arguments,
+            name,
+            arguments,
             meta: &cx.meta,
             level,
             cancelled: &cx.ct,
             observer: Some(observer),
+            input_responses: input.responses,
+            request_state: input.state,
         };
-        // The tool's reports go out while it runs, on the stream of its answer.
         let token = cx.meta.get_progress_token();
         let answer = self.answer(call);
         tokio::pin!(answer);
@@ -652,13 +743,13 @@ impl ServerHandler for McpServer {
         while let Ok(report) = reports.try_recv() {
             notify(&cx.peer, report, token.as_ref(), level).await;
         }
-        for message in answer.logs {
-            if let Err(error) = cx.peer.notify_logging_message(message).await {
+        for message in &answer.logs {
+            if let Err(error) = cx.peer.notify_logging_message(message.clone()).await {
                 tracing::debug!("cannot send the tool's output to the client: {error}");
                 break;
             }
         }
-        answer.result.map(Into::into)
+        answer
     }
 }
 

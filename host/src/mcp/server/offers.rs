@@ -24,8 +24,16 @@ pub(super) fn capabilities(capabilities: &mut ServerCapabilities, offers: &Offer
     }
 }
 
-pub(super) fn resources(offers: &Offers) -> ListResourcesResult {
-    ListResourcesResult::with_all_items(
+/// "Method not found" for what no source offers: the capability is not announced either.
+fn not_offered<M: rmcp::model::ConstString>() -> ErrorData {
+    ErrorData::method_not_found::<M>()
+}
+
+pub(super) fn resources(offers: &Offers) -> Result<ListResourcesResult, ErrorData> {
+    if offers.resources.is_empty() && offers.templates.is_empty() {
+        return Err(not_offered::<rmcp::model::ListResourcesRequestMethod>());
+    }
+    Ok(ListResourcesResult::with_all_items(
         offers
             .resources
             .iter()
@@ -37,11 +45,14 @@ pub(super) fn resources(offers: &Offers) -> ListResourcesResult {
                 resource
             })
             .collect(),
-    )
+    ))
 }
 
-pub(super) fn templates(offers: &Offers) -> ListResourceTemplatesResult {
-    ListResourceTemplatesResult::with_all_items(
+pub(super) fn templates(offers: &Offers) -> Result<ListResourceTemplatesResult, ErrorData> {
+    if offers.resources.is_empty() && offers.templates.is_empty() {
+        return Err(not_offered::<rmcp::model::ListResourceTemplatesRequestMethod>());
+    }
+    Ok(ListResourceTemplatesResult::with_all_items(
         offers
             .templates
             .iter()
@@ -54,11 +65,14 @@ pub(super) fn templates(offers: &Offers) -> ListResourceTemplatesResult {
                 template
             })
             .collect(),
-    )
+    ))
 }
 
-pub(super) fn prompts(offers: &Offers) -> ListPromptsResult {
-    ListPromptsResult::with_all_items(
+pub(super) fn prompts(offers: &Offers) -> Result<ListPromptsResult, ErrorData> {
+    if offers.prompts.is_empty() {
+        return Err(not_offered::<rmcp::model::ListPromptsRequestMethod>());
+    }
+    Ok(ListPromptsResult::with_all_items(
         offers
             .prompts
             .iter()
@@ -82,11 +96,15 @@ pub(super) fn prompts(offers: &Offers) -> ListPromptsResult {
                 prompt
             })
             .collect(),
-    )
+    ))
 }
 
 /// Reads `uri` from the host's toolbox.
 pub(super) async fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let offers = host.toolbox().offers();
+    if offers.resources.is_empty() && offers.templates.is_empty() {
+        return Err(not_offered::<rmcp::model::ReadResourceRequestMethod>());
+    }
     let contents = host
         .toolbox()
         .read_resource(uri)
@@ -112,6 +130,9 @@ pub(super) async fn get(
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<GetPromptResult, ErrorData> {
+    if host.toolbox().offers().prompts.is_empty() {
+        return Err(not_offered::<rmcp::model::GetPromptRequestMethod>());
+    }
     let arguments = arguments
         .unwrap_or_default()
         .into_iter()
@@ -146,6 +167,9 @@ pub(super) async fn complete(
     host: &Host,
     request: CompleteRequestParams,
 ) -> Result<CompleteResult, ErrorData> {
+    if host.toolbox().offers().prompts.is_empty() {
+        return Err(not_offered::<rmcp::model::CompleteRequestMethod>());
+    }
     let Reference::Prompt(prompt) = &request.r#ref else {
         return Ok(CompleteResult::new(CompletionInfo::default()));
     };

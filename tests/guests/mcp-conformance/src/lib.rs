@@ -9,11 +9,13 @@ wit_bindgen::generate!({
 });
 
 use exports::toolhost::tool::tools::{
-    Annotations, CallContext, Content, EmbeddedResource, Guest, Media, ResourceContents, ToolError,
-    ToolResult, ToolSpec,
+    Annotations, CallContext, Content, EmbeddedResource, Guest, Media, Outcome, ResourceContents,
+    ToolError, ToolResult, ToolSpec,
 };
 use exports::toolhost::tool::{prompts, resources};
 use toolhost::tool::report;
+
+mod asking;
 
 /// No arguments at all.
 const EMPTY: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
@@ -138,6 +140,7 @@ impl Guest for Conformance {
     fn describe() -> Vec<ToolSpec> {
         TOOLS
             .iter()
+            .chain(asking::TOOLS.iter())
             .map(|(name, description, schema)| ToolSpec {
                 name: (*name).to_owned(),
                 title: None,
@@ -155,55 +158,59 @@ impl Guest for Conformance {
             .collect()
     }
 
-    fn call(
-        name: String,
-        arguments: String,
-        _context: CallContext,
-    ) -> Result<ToolResult, ToolError> {
-        match name.as_str() {
-            "test_simple_text" => text("This is a simple text response for testing."),
-            "test_error_handling" => Err(ToolError::Failed(
-                "This tool intentionally returns an error for testing".to_owned(),
-            )),
-            "test_tool_with_logging" => {
-                for line in [
-                    "Tool execution started",
-                    "Tool processing data",
-                    "Tool execution completed",
-                ] {
-                    eprintln!("{line}");
-                }
-                text("Tool with logging executed successfully")
-            }
-            // The arguments, as the host passed them (checked against the schema).
-            "json_schema_2020_12_tool" => text(&arguments),
-            "test_reconnection" => text("Reconnection test completed"),
-            "test_image_content" => parts(vec![image()]),
-            "test_audio_content" => parts(vec![Content::Audio(Media {
-                data: wav(),
-                mime_type: "audio/wav".to_owned(),
-            })]),
-            "test_embedded_resource" => parts(vec![resource()]),
-            "test_multiple_content_types" => parts(vec![
-                Content::Text("Multiple content types test:".to_owned()),
-                image(),
-                resource(),
-            ]),
-            "test_logging_tool" => {
-                for line in ["Logging started", "Logging more", "Logging done"] {
-                    report::log(report::Level::Info, line);
-                }
-                text("Logging tool completed")
-            }
-            "test_tool_with_progress" => {
-                for done in [0.0, 50.0, 100.0] {
-                    report::progress(done, Some(100.0), Some(&format!("{done}% done")));
-                    pause(50);
-                }
-                text("Progress test completed")
-            }
-            other => Err(ToolError::Failed(format!("no tool `{other}`"))),
+    fn call(name: String, arguments: String, context: CallContext) -> Result<Outcome, ToolError> {
+        if let Some(outcome) = asking::call(&name, &arguments, &context) {
+            return outcome;
         }
+        complete(&name, &arguments).map(Outcome::Complete)
+    }
+}
+
+/// The tools that finish in one round.
+fn complete(name: &str, arguments: &str) -> Result<ToolResult, ToolError> {
+    match name {
+        "test_simple_text" => text("This is a simple text response for testing."),
+        "test_error_handling" => Err(ToolError::Failed(
+            "This tool intentionally returns an error for testing".to_owned(),
+        )),
+        "test_tool_with_logging" => {
+            for line in [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed",
+            ] {
+                eprintln!("{line}");
+            }
+            text("Tool with logging executed successfully")
+        }
+        // The arguments, as the host passed them (checked against the schema).
+        "json_schema_2020_12_tool" => text(arguments),
+        "test_reconnection" => text("Reconnection test completed"),
+        "test_image_content" => parts(vec![image()]),
+        "test_audio_content" => parts(vec![Content::Audio(Media {
+            data: wav(),
+            mime_type: "audio/wav".to_owned(),
+        })]),
+        "test_embedded_resource" => parts(vec![resource()]),
+        "test_multiple_content_types" => parts(vec![
+            Content::Text("Multiple content types test:".to_owned()),
+            image(),
+            resource(),
+        ]),
+        "test_logging_tool" => {
+            for line in ["Logging started", "Logging more", "Logging done"] {
+                report::log(report::Level::Info, line);
+            }
+            text("Logging tool completed")
+        }
+        "test_tool_with_progress" => {
+            for done in [0.0, 50.0, 100.0] {
+                report::progress(done, Some(100.0), Some(&format!("{done}% done")));
+                pause(50);
+            }
+            text("Progress test completed")
+        }
+        other => Err(ToolError::Failed(format!("no tool `{other}`"))),
     }
 }
 
