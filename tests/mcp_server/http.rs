@@ -401,3 +401,42 @@ async fn a_tools_request_for_input_round_trips_only_its_own_sealed_state() {
             .is_some()
     );
 }
+
+/// Replicas sharing `--state-key` continue each other's calls; a replica with a key of its own
+/// refuses a state it did not seal.
+#[tokio::test]
+async fn replicas_with_one_state_key_continue_each_others_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("state.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    let key = key.to_str().unwrap();
+    let first = HttpServer::start(&[MCP_CONFORMANCE, "--state-key", key], &[]).await;
+    let second = HttpServer::start(&[MCP_CONFORMANCE, "--state-key", key], &[]).await;
+    let alone = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let can_elicit = json!({ "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
+    let tool = "test_input_required_result_request_state";
+    let call = json!({ "name": tool, "arguments": {} });
+    let (_, asked) = stateless(&first, 1, "tools/call", call, can_elicit.clone()).await;
+    let state = asked.last().unwrap()["result"]["requestState"].clone();
+    let again = json!({
+        "name": tool,
+        "arguments": {},
+        "inputResponses": { "confirm": { "action": "accept", "content": { "ok": true } } },
+        "requestState": state,
+    });
+    let (_, finished) =
+        stateless(&second, 2, "tools/call", again.clone(), can_elicit.clone()).await;
+    assert_eq!(
+        finished.last().unwrap()["result"]["content"][0]["text"],
+        "state-ok: confirmed"
+    );
+    let (_, refused) = stateless(&alone, 3, "tools/call", again, can_elicit).await;
+    let error = &refused.last().unwrap()["error"];
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("another server"),
+        "{error}"
+    );
+}

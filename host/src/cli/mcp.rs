@@ -97,6 +97,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     shutdown_timeout: HumanDuration,
 
+    /// The secret (a file of at least 32 bytes) that seals the state of calls that ask for
+    /// input (revision 2026-07-28); replicas behind a balancer need the same one. Random per
+    /// process when absent
+    #[arg(long, value_name = "FILE")]
+    state_key: Option<PathBuf>,
+
     /// Let this key of a request's `_meta` reach the tool's call context (repeatable; adds
     /// to the manifest's [mcp] pass_meta)
     #[arg(long = "pass-meta", value_name = "KEY")]
@@ -125,6 +131,12 @@ impl McpArgs {
         // Watched from now: a SIGTERM while the tools load stops serving as soon as it starts.
         let terminated = server::terminated();
         let (server, failed) = start(host, self.ready_wait.0).await?;
+        if let Some(file) = &self.state_key {
+            let secret = read_state_key(file)?;
+            server
+                .use_state_key(&secret)
+                .map_err(|problem| anyhow::anyhow!("--state-key {}: {problem}", file.display()))?;
+        }
         // Serving stops on SIGTERM, or when the tools fail to load after it began.
         let stop = async {
             tokio::select! {
@@ -218,6 +230,20 @@ async fn start(
     };
     let host = joined.context("loading the tools stopped")??;
     Ok((McpServer::new(Arc::new(host)), failed))
+}
+
+/// The secret in `file`: a regular file of at most 4 KiB.
+fn read_state_key(file: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let metadata = std::fs::metadata(file)
+        .with_context(|| format!("--state-key {}: cannot read it", file.display()))?;
+    if !metadata.is_file() || metadata.len() > 4096 {
+        anyhow::bail!(
+            "--state-key {}: not a regular file of at most 4 KiB; make one with `head -c 32 \
+             /dev/urandom > state.key`",
+            file.display()
+        );
+    }
+    std::fs::read(file).with_context(|| format!("--state-key {}: cannot read it", file.display()))
 }
 
 /// A failure to load the tools after serving began, which ends serving.

@@ -35,6 +35,19 @@ const STATE_LIFETIME: Duration = Duration::from_secs(3600);
 pub(super) struct StateKey(ring::hmac::Key);
 
 impl StateKey {
+    /// The key made from `secret` (at least 32 bytes), which replicas share so that any of
+    /// them can open a state another made.
+    pub(super) fn from_secret(secret: &[u8]) -> Result<Self, String> {
+        if secret.len() < 32 {
+            return Err(format!(
+                "a request-state key needs at least 32 bytes, this one has {}; make one with \
+                 `head -c 32 /dev/urandom > state.key`",
+                secret.len()
+            ));
+        }
+        Ok(Self(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret)))
+    }
+
     /// A fresh random key.
     pub(super) fn random() -> Result<Self, String> {
         let key =

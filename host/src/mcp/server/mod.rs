@@ -110,7 +110,7 @@ struct Shared {
     draining: AtomicBool,
     /// What the `requestState`s of calls that ask for input are sealed with (none only if
     /// the system had no randomness to make it).
-    state_key: Option<asking::StateKey>,
+    state_key: Mutex<Option<Arc<asking::StateKey>>>,
 }
 
 impl McpServer {
@@ -134,9 +134,12 @@ impl McpServer {
                 waiting: Mutex::new(Vec::new()),
                 calls: TaskTracker::new(),
                 draining: AtomicBool::new(false),
-                state_key: asking::StateKey::random()
-                    .inspect_err(|e| tracing::error!("{e}: tools cannot ask for input"))
-                    .ok(),
+                state_key: Mutex::new(
+                    asking::StateKey::random()
+                        .inspect_err(|e| tracing::error!("{e}: tools cannot ask for input"))
+                        .ok()
+                        .map(Arc::new),
+                ),
             }),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
@@ -688,8 +691,17 @@ impl ServerHandler for McpServer {
 }
 
 impl McpServer {
-    fn state_key(&self) -> Result<&asking::StateKey, ErrorData> {
-        self.shared.state_key.as_ref().ok_or_else(|| {
+    /// Seals the request states of calls that ask for input (2026-07-28) with a key made from
+    /// `secret` instead of a random one: replicas behind a balancer share it, so that the
+    /// next round of a call may reach any of them. At least 32 bytes.
+    pub fn use_state_key(&self, secret: &[u8]) -> Result<(), String> {
+        let key = asking::StateKey::from_secret(secret)?;
+        *lock(&self.shared.state_key) = Some(Arc::new(key));
+        Ok(())
+    }
+
+    fn state_key(&self) -> Result<Arc<asking::StateKey>, ErrorData> {
+        lock(&self.shared.state_key).clone().ok_or_else(|| {
             ErrorData::internal_error(
                 "this server cannot seal request states (no randomness)",
                 None,
