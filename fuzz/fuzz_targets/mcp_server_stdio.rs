@@ -23,14 +23,25 @@ fuzz_target!(|bytes: &[u8]| {
     };
     let server = McpServer::new(host());
     let written = block_on(async move {
-        let reading = async {
-            let mut written = Vec::new();
-            answers.read_to_end(&mut written).await.map(|_| written)
-        };
-        let serving = serve_lines(server, input, output, options, std::future::pending());
-        let (served, written) = tokio::join!(serving, reading);
+        // What the server writes is read as it comes. The session ends when the input does;
+        // its writer may outlive it (the server gives a client that closed its input a few
+        // seconds to read what is owed), so the reading stops when the session has ended
+        // and nothing more is ready.
+        let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = written.clone();
+        let mut reading = tokio::spawn(async move {
+            let mut chunk = [0u8; 8192];
+            while let Ok(read @ 1..) = answers.read(&mut chunk).await {
+                sink.lock().unwrap().extend_from_slice(&chunk[..read]);
+            }
+        });
+        let served = serve_lines(server, input, output, options, std::future::pending()).await;
         served.expect("the session ends when the input does");
-        written.expect("the answers can be read")
+        let wait = std::time::Duration::from_millis(20);
+        if tokio::time::timeout(wait, &mut reading).await.is_err() {
+            reading.abort();
+        }
+        std::mem::take(&mut *written.lock().unwrap())
     });
     for line in written
         .split(|&b| b == b'\n')
