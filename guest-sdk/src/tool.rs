@@ -218,13 +218,7 @@ impl Tool {
         // Nothing here builds a schema: the component makes its tools at every call, and a
         // schema costs about a microsecond each.
         let handler = move |arguments: &str, context: &CallContext| {
-            let args: A = serde_json::from_str(arguments).map_err(|error| {
-                let schema = schema_for::<A>().to_value();
-                ToolError::invalid_arguments(format_args!(
-                    "{error}; send {}",
-                    example_arguments(&schema)
-                ))
-            })?;
+            let args: A = parse(arguments)?;
             render_result(&function(args, context)?).map(Reply::Done)
         };
         Self {
@@ -259,13 +253,7 @@ impl Tool {
         F: Fn(A, &CallContext) -> Result<Reply, ToolError> + 'static,
     {
         let handler = move |arguments: &str, context: &CallContext| {
-            let args: A = serde_json::from_str(arguments).map_err(|error| {
-                let schema = schema_for::<A>().to_value();
-                ToolError::invalid_arguments(format_args!(
-                    "{error}; send {}",
-                    example_arguments(&schema)
-                ))
-            })?;
+            let args: A = parse(arguments)?;
             function(args, context)
         };
         Self {
@@ -340,6 +328,15 @@ impl fmt::Debug for Tool {
             .field("capabilities", &self.capabilities)
             .finish_non_exhaustive()
     }
+}
+
+/// The arguments as the tool's type, or an invalid-arguments error that shows what to send
+/// (built from the schema only then: a call that parses builds none).
+fn parse<A: DeserializeOwned + JsonSchema>(arguments: &str) -> Result<A, ToolError> {
+    serde_json::from_str(arguments).map_err(|error| {
+        let schema = schema_for::<A>().to_value();
+        ToolError::invalid_arguments(format_args!("{error}; send {}", example_arguments(&schema)))
+    })
 }
 
 /// A schema with every subschema inlined (small models follow `$ref`s poorly) and without the

@@ -139,7 +139,7 @@ impl PartialEq for Arguments {
 }
 
 /// What kind of JSON value `value` is, for a message.
-fn kind(value: &Value) -> &'static str {
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

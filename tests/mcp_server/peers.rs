@@ -65,6 +65,37 @@ fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
     (path, entries)
 }
 
+/// Runs the suite (`suite`: its entry point and arguments) against `server` with `baseline`
+/// as its expected failures; fails the test unless it passes. Returns its output and the
+/// checks of every scenario.
+async fn run_suite(
+    peers: &toolhost_tests::mcp::Peers,
+    suite: &[&std::ffi::OsStr],
+    baseline: &Path,
+    server: &HttpServer,
+) -> (String, BTreeMap<String, Vec<Value>>) {
+    let out = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(&peers.node24)
+        .args(suite)
+        .args(["--url", &server.url])
+        .arg("--expected-failures")
+        .arg(baseline)
+        .arg("-o")
+        .arg(out.path())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "the conformance suite ({:?}) failed:\n{stdout}\n{}\nserver stderr:\n{}",
+        suite,
+        String::from_utf8_lossy(&output.stderr),
+        server.stderr.text()
+    );
+    (stdout, checks(out.path()))
+}
+
 /// The checks of every scenario in the suite's output directory, by scenario.
 fn checks(out: &Path) -> BTreeMap<String, Vec<Value>> {
     // server-<scenario>-<ISO time with `-` for `:`>, e.g. ...-2026-11-23T07-03-01-009Z.
@@ -98,26 +129,13 @@ async fn the_official_conformance_suite_passes_but_for_the_baseline() {
         );
     }
     let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
-    let out = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new(&peers.node24)
-        .arg(&peers.conformance)
-        .args(["server", "--url", &server.url, "--suite", "all"])
-        .arg("--expected-failures")
-        .arg(&baseline_file)
-        .arg("-o")
-        .arg(out.path())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the conformance suite failed:\n{stdout}\n{}\nserver stderr:\n{}",
-        String::from_utf8_lossy(&output.stderr),
-        server.stderr.text()
-    );
-
-    let checks = checks(out.path());
+    let suite = [
+        peers.conformance.as_os_str(),
+        "server".as_ref(),
+        "--suite".as_ref(),
+        "all".as_ref(),
+    ];
+    let (stdout, checks) = run_suite(&peers, &suite, &baseline_file, &server).await;
     for scenario in MUST_PASS {
         let results = checks
             .get(scenario)
@@ -323,26 +341,14 @@ async fn each_revision_has_no_scored_failure_but_its_baseline() {
         for (scenario, reason) in &baseline {
             assert!(!reason.is_empty(), "{revision}: {scenario} needs a reason");
         }
-        let out = tempfile::tempdir().unwrap();
-        let output = tokio::process::Command::new(&peers.node24)
-            .arg(&peers.conformance_next)
-            .args(["server", "--url", &server.url, "--requirements", revision])
-            .arg("--expected-failures")
-            .arg(&file)
-            .arg("-o")
-            .arg(out.path())
-            .output()
-            .await
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{revision}: unexpected failures:\n{stdout}\n{}\nserver stderr:\n{}",
-            String::from_utf8_lossy(&output.stderr),
-            server.stderr.text()
-        );
+        let suite = [
+            peers.conformance_next.as_os_str(),
+            "server".as_ref(),
+            "--requirements".as_ref(),
+            revision.as_ref(),
+        ];
+        let (_, checks) = run_suite(&peers, &suite, &file, &server).await;
         // What the parts look like on the wire, beyond the suite's presence checks.
-        let checks = checks(out.path());
         let details = |scenario: &str| checks[scenario][0]["details"].clone();
         assert_eq!(details("tools-call-image")["mimeType"], "image/png");
         assert_eq!(details("tools-call-audio")["hasAudioContent"], true);

@@ -9,6 +9,7 @@ use std::time::Instant;
 use futures::stream::{self, StreamExt};
 
 use crate::arguments::Arguments;
+use crate::content::ContentPart;
 use crate::error::CallError;
 use crate::llm::ToolCall;
 use crate::source::CallContext;
@@ -96,7 +97,19 @@ async fn execute_one(
     let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),
-        Ok(output) => (Outcome::Ok, output.text, output.content),
+        Ok(output) => {
+            // Text parts alone are all in `output`; other parts are kept as they came.
+            let text_only = output
+                .content
+                .iter()
+                .all(|part| matches!(part, ContentPart::Text { .. }));
+            let content = if text_only {
+                Vec::new()
+            } else {
+                output.content
+            };
+            (Outcome::Ok, output.text, content)
+        }
         Err(error) => (
             Outcome::Error {
                 kind: error.kind(),

@@ -145,14 +145,7 @@ pub(super) fn check_responses(responses: &BTreeMap<String, Value>) -> Result<(),
             format!(
                 "inputResponses.{} is not a result (a JSON object) but {}",
                 key.chars().take(64).collect::<String>(),
-                match answer {
-                    Value::Null => "null",
-                    Value::Bool(_) => "a boolean",
-                    Value::Number(_) => "a number",
-                    Value::String(_) => "a string",
-                    Value::Array(_) => "an array",
-                    Value::Object(_) => "an object",
-                }
+                crate::arguments::kind(answer)
             ),
             None,
         )),
