@@ -120,12 +120,63 @@ pub mod report {
     }
 
     /// The call has come `done` of `total` units of work (`None`: unknown), with what it
-    /// does now.
+    /// does now. Cheap to call in a tight loop: a report is passed to the host only when it
+    /// says something new (the first, a new message or total, another 1% of a known total,
+    /// every 64th of an unknown one, the last); the others stay in the component.
     pub fn progress(done: f64, total: Option<f64>, message: Option<&str>) {
+        if !Throttle::passes(done, total, message) {
+            return;
+        }
         #[cfg(target_family = "wasm")]
         crate::__private::bindings::toolhost::tool::report::progress(done, total, message);
         #[cfg(not(target_family = "wasm"))]
         let _ = (done, total, message);
+    }
+
+    /// What the last progress report passed to the host said, to pass only news.
+    #[derive(Default)]
+    pub(crate) struct Throttle {
+        done: f64,
+        total: Option<f64>,
+        message: Option<String>,
+        held: u32,
+        started: bool,
+    }
+
+    thread_local! {
+        static LAST: std::cell::RefCell<Throttle> = std::cell::RefCell::default();
+    }
+
+    impl Throttle {
+        /// Whether this report is news (and records it if so).
+        fn passes(done: f64, total: Option<f64>, message: Option<&str>) -> bool {
+            LAST.with_borrow_mut(|last| last.news(done, total, message))
+        }
+
+        pub(crate) fn news(
+            &mut self,
+            done: f64,
+            total: Option<f64>,
+            message: Option<&str>,
+        ) -> bool {
+            let news = !self.started
+                || total != self.total
+                || message != self.message.as_deref()
+                || total.is_some_and(|total| done >= total || done - self.done >= total / 100.0)
+                || (total.is_none() && self.held >= 63);
+            if news {
+                *self = Throttle {
+                    done,
+                    total,
+                    message: message.map(str::to_owned),
+                    held: 0,
+                    started: true,
+                };
+            } else {
+                self.held += 1;
+            }
+            news
+        }
     }
 
     /// A log line for whoever watches the call.
@@ -144,5 +195,31 @@ pub mod report {
         }
         #[cfg(not(target_family = "wasm"))]
         let _ = (level, message);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::report::Throttle;
+
+    #[test]
+    fn a_thousand_reports_reach_the_host_as_a_hundred_and_one() {
+        let mut throttle = Throttle::default();
+        let passed = (0..=1000)
+            .filter(|&done| throttle.news(f64::from(done), Some(1000.0), None))
+            .count();
+        assert_eq!(passed, 101, "the first, every 1%, and the last");
+        let mut unknown = Throttle::default();
+        let passed = (0..640)
+            .filter(|&done| unknown.news(f64::from(done), None, None))
+            .count();
+        assert_eq!(passed, 10);
+        let mut messages = Throttle::default();
+        assert!(messages.news(1.0, Some(10.0), Some("reading")));
+        assert!(!messages.news(1.01, Some(10.0), Some("reading")));
+        assert!(
+            messages.news(1.02, Some(10.0), Some("writing")),
+            "a new message is news"
+        );
     }
 }

@@ -65,16 +65,21 @@ fn flood(size: Size) -> Result<String, ToolError> {
 /// How many times to report.
 #[derive(Deserialize, JsonSchema)]
 struct Times {
-    /// The number of progress reports and log lines.
+    /// The number of progress reports (and log lines).
     times: u32,
+    /// Whether to write a log line with each progress report (yes unless `false`).
+    log: Option<bool>,
 }
 
 /// Reports progress and writes a log line `times` times each, as fast as it can.
 fn report(args: Times) -> Result<String, ToolError> {
     let total = f64::from(args.times);
+    let log = args.log.unwrap_or(true);
     for done in 1..=args.times {
         toolhost_sdk::report::progress(f64::from(done), Some(total), None);
-        toolhost_sdk::report::log(toolhost_sdk::report::Level::Info, &format!("line {done}"));
+        if log {
+            toolhost_sdk::report::log(toolhost_sdk::report::Level::Info, &format!("line {done}"));
+        }
     }
     Ok(format!("reported {} times", args.times))
 }
