@@ -211,7 +211,7 @@ async fn progress_cost(
     let rounds = (iterations / 10).max(50);
     // Each kind against silent calls alternating with it, so that both meet the same
     // conditions (a heavier call before a light one slows the light one).
-    let mut pair = async |reporting: &str| -> anyhow::Result<(Stats, Stats)> {
+    let pair = async |reporting: &str| -> anyhow::Result<(Stats, Stats)> {
         let (mut silent, mut loud) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             for (arguments, samples) in [(r#"{"times": 0}"#, &mut silent), (reporting, &mut loud)] {
