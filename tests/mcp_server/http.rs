@@ -7,13 +7,7 @@ use toolhost_tests::cli::HostCommand;
 use toolhost_tests::components::{CALCULATOR, MCP_CONFORMANCE};
 use toolhost_tests::mcp::{HttpClient, HttpServer, messages};
 
-use crate::test_manifest;
-
-fn text(answer: &Value) -> &str {
-    answer["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text in {answer}"))
-}
+use crate::{test_manifest, text};
 
 #[tokio::test]
 async fn it_serves_at_the_address_it_printed_with_health() {

@@ -9,6 +9,7 @@ mod abuse;
 mod cancel;
 mod http;
 mod peers;
+mod served;
 mod stdio;
 
 use toolhost_tests::cli::ManifestFile;
@@ -48,4 +49,16 @@ pub fn tool_names(answer: &serde_json::Value) -> Vec<String> {
         .iter()
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The text of the first content block of a `tools/call` answer.
+pub fn text(answer: &serde_json::Value) -> &str {
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text in {answer}"))
+}
+
+/// Whether a `tools/call` answer is an error result.
+pub fn is_error(answer: &serde_json::Value) -> bool {
+    answer["result"]["isError"] == serde_json::json!(true)
 }

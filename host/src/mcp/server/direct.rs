@@ -32,9 +32,10 @@ use tokio::io::AsyncWrite;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::calls::{Answer, ToolCall, error_result};
 use super::lines::{Output, encode_line};
 use super::reports::Notification;
-use super::{McpServer, ToolCall, lock};
+use super::{McpServer, lock};
 use crate::arguments::Arguments;
 
 /// A `tools/call` request line, borrowed from the line.
@@ -206,8 +207,7 @@ where
             level,
             cancelled: &cancelled,
             observer: Some(observer),
-            input_responses: Default::default(),
-            request_state: None,
+            input: Default::default(),
         };
         let mut answer = self.server.answer(call).await;
         cannot_ask(&name, &mut answer);
@@ -263,7 +263,7 @@ where
 
 /// A tool that asks for input on this path gets an error result: the path answers a call with
 /// one line and cannot ask the client anything meanwhile.
-fn cannot_ask(tool: &str, answer: &mut super::Answer) {
+fn cannot_ask(tool: &str, answer: &mut Answer) {
     if let Some(asked) = answer.asked.take() {
         let error = crate::error::CallError::InputRequired {
             tool: tool.to_owned(),
@@ -271,7 +271,7 @@ fn cannot_ask(tool: &str, answer: &mut super::Answer) {
             asker: "a stdio call without `_meta` (send one, even empty, to be asked)".to_owned(),
         };
         tracing::warn!("{error}");
-        answer.result = Ok(super::error_result(error.model_message()));
+        answer.result = Ok(error_result(error.model_message()));
     }
 }
 
