@@ -441,6 +441,19 @@ impl CallError {
         self
     }
 
+    /// A call of `tool` that asked for input (`asked`) which `asker` cannot give.
+    pub(crate) fn input_required(
+        tool: &str,
+        asked: &crate::content::InputRequired,
+        asker: &str,
+    ) -> Self {
+        Self::InputRequired {
+            tool: tool.to_owned(),
+            methods: asked.requests.values().map(|r| r.method.clone()).collect(),
+            asker: asker.to_owned(),
+        }
+    }
+
     /// What the model is told: short, with no grant syntax and no host paths. It says what the
     /// model can do about it where it can do something (fix the arguments, call another tool).
     pub fn model_message(&self) -> String {

@@ -241,6 +241,16 @@ impl ToolOutput {
         })
     }
 
+    /// The output of a call that finished; a tool that asks for input first is an
+    /// [`CallError::InputRequired`] for `asker`, who cannot ask (`host call`, a run of the
+    /// loop, ...).
+    pub fn finished(self, tool: &str, asker: &str) -> Result<ToolOutput, CallError> {
+        match &self.input_required {
+            Some(asked) => Err(CallError::input_required(tool, asked, asker)),
+            None => Ok(self),
+        }
+    }
+
     /// Whether it has nothing at all: no text, no parts.
     pub fn is_empty(&self) -> bool {
         self.text.is_empty() && self.content.is_empty()

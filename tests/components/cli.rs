@@ -1,7 +1,7 @@
 //! The `host` binary: what a user sees on stdout, stderr and in the exit code.
 
 use toolhost_tests::cli::{HostCommand, HostOutput};
-use toolhost_tests::components::{CALCULATOR, FILES, MISBEHAVE, NOT_A_TOOL};
+use toolhost_tests::components::{CALCULATOR, FILES, MCP_CONFORMANCE, MISBEHAVE, NOT_A_TOOL};
 
 /// `host ARGS`, run to its end.
 fn host(args: &[&str]) -> HostOutput {
@@ -176,4 +176,23 @@ fn a_tools_progress_and_log_lines_are_on_stderr_marked_as_the_tools() {
     // Bounded: a hundred thousand reports, a few dozen lines.
     assert!(progress.len() < 100, "{} progress lines", progress.len());
     assert!(output.stderr.contains("[tool report] info: line 1\n"));
+}
+
+#[test]
+fn a_tool_that_asks_for_input_fails_where_no_one_can_answer() {
+    let output = host(&[
+        "call",
+        MCP_CONFORMANCE,
+        "test_input_required_result_elicitation",
+        "{}",
+    ]);
+    assert_eq!(output.code(), Some(1));
+    assert!(
+        output.stderr.contains(
+            "asks for input before it can finish (elicitation/create), which `host call` \
+             cannot give"
+        ),
+        "{}",
+        output.stderr
+    );
 }

@@ -86,14 +86,8 @@ async fn execute_one(
         .unwrap_or_default();
     // Asking the user from inside a run (a form on the terminal, a paused run) is not built
     // yet: the call ends with an error that says so.
-    let result = result.and_then(|output| match &output.input_required {
-        Some(asked) => Err(CallError::InputRequired {
-            tool: call.name.clone(),
-            methods: asked.requests.values().map(|r| r.method.clone()).collect(),
-            asker: "a run of the tool-calling loop".to_owned(),
-        }),
-        None => Ok(output),
-    });
+    let result =
+        result.and_then(|output| output.finished(&call.name, "a run of the tool-calling loop"));
     let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),

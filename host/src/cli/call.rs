@@ -69,14 +69,7 @@ impl CallArgs {
         let result = host
             .call(&self.tool, &arguments, &context)
             .await
-            .and_then(|output| match &output.input_required {
-                Some(asked) => Err(toolhost::CallError::InputRequired {
-                    tool: self.tool.clone(),
-                    methods: asked.requests.values().map(|r| r.method.clone()).collect(),
-                    asker: "`host call`".to_owned(),
-                }),
-                None => Ok(output),
-            });
+            .and_then(|output| output.finished(&self.tool, "`host call`"));
         host.shutdown().await;
         if self.json {
             let value = match &result {

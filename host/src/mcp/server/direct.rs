@@ -265,11 +265,11 @@ where
 /// one line and cannot ask the client anything meanwhile.
 fn cannot_ask(tool: &str, answer: &mut Answer) {
     if let Some(asked) = answer.asked.take() {
-        let error = crate::error::CallError::InputRequired {
-            tool: tool.to_owned(),
-            methods: asked.requests.values().map(|r| r.method.clone()).collect(),
-            asker: "a stdio call without `_meta` (send one, even empty, to be asked)".to_owned(),
-        };
+        let error = crate::error::CallError::input_required(
+            tool,
+            &asked,
+            "a stdio call without `_meta` (send one, even empty, to be asked)",
+        );
         tracing::warn!("{error}");
         answer.result = Ok(error_result(error.model_message()));
     }
