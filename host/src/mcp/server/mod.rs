@@ -161,6 +161,15 @@ impl McpServer {
         }
     }
 
+    /// The tools served, and what the sources offer besides, once loaded (waits for it).
+    async fn loaded_served(&self) -> Arc<Served> {
+        self.loaded_host().await;
+        match self.served() {
+            Some(served) => served,
+            None => unreachable!("the tools are served once the host is loaded"),
+        }
+    }
+
     /// The host whose tools are served, once loaded.
     pub fn host(&self) -> Option<Arc<Host>> {
         self.shared.host.borrow().clone()
@@ -243,8 +252,8 @@ impl ServerHandler for McpServer {
             .enable_tool_list_changed()
             .enable_logging()
             .build();
-        if let Some(host) = self.host() {
-            offers::capabilities(&mut capabilities, &host.toolbox().offers());
+        if let Some(served) = self.served() {
+            offers::capabilities(&mut capabilities, &served.offers);
         }
         ServerConfig::new(capabilities)
         .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
@@ -288,7 +297,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        offers::resources(&self.loaded_host().await.toolbox().offers())
+        offers::resources(&self.loaded_served().await.offers)
     }
 
     async fn list_resource_templates(
@@ -296,7 +305,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        offers::templates(&self.loaded_host().await.toolbox().offers())
+        offers::templates(&self.loaded_served().await.offers)
     }
 
     async fn read_resource(
@@ -305,7 +314,9 @@ impl ServerHandler for McpServer {
         _cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let host = self.loaded_host().await;
-        offers::read(&host, &request.uri).await.map(Into::into)
+        offers::read(&host, &self.loaded_served().await.offers, &request.uri)
+            .await
+            .map(Into::into)
     }
 
     async fn list_prompts(
@@ -313,7 +324,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        offers::prompts(&self.loaded_host().await.toolbox().offers())
+        offers::prompts(&self.loaded_served().await.offers)
     }
 
     async fn get_prompt(
@@ -322,9 +333,14 @@ impl ServerHandler for McpServer {
         _cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let host = self.loaded_host().await;
-        offers::get(&host, &request.name, request.arguments)
-            .await
-            .map(Into::into)
+        offers::get(
+            &host,
+            &self.loaded_served().await.offers,
+            &request.name,
+            request.arguments,
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn complete(
@@ -333,7 +349,7 @@ impl ServerHandler for McpServer {
         _cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let host = self.loaded_host().await;
-        offers::complete(&host, request).await
+        offers::complete(&host, &self.loaded_served().await.offers, request).await
     }
 
     /// `subscriptions/listen` (revision 2026-07-28): the tools' list is the one thing that

@@ -100,8 +100,11 @@ pub(super) fn prompts(offers: &Offers) -> Result<ListPromptsResult, ErrorData> {
 }
 
 /// Reads `uri` from the host's toolbox.
-pub(super) async fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, ErrorData> {
-    let offers = host.toolbox().offers();
+pub(super) async fn read(
+    host: &Host,
+    offers: &Offers,
+    uri: &str,
+) -> Result<ReadResourceResult, ErrorData> {
     if offers.resources.is_empty() && offers.templates.is_empty() {
         return Err(not_offered::<rmcp::model::ReadResourceRequestMethod>());
     }
@@ -127,10 +130,11 @@ pub(super) async fn read(host: &Host, uri: &str) -> Result<ReadResourceResult, E
 /// Fills in prompt `name` with `arguments` (values that are not strings as their JSON text).
 pub(super) async fn get(
     host: &Host,
+    offers: &Offers,
     name: &str,
     arguments: Option<JsonObject>,
 ) -> Result<GetPromptResult, ErrorData> {
-    if host.toolbox().offers().prompts.is_empty() {
+    if offers.prompts.is_empty() {
         return Err(not_offered::<rmcp::model::GetPromptRequestMethod>());
     }
     let arguments = arguments
@@ -165,9 +169,10 @@ pub(super) async fn get(
 /// Completes a prompt's argument; a resource template's get none.
 pub(super) async fn complete(
     host: &Host,
+    offers: &Offers,
     request: CompleteRequestParams,
 ) -> Result<CompleteResult, ErrorData> {
-    if host.toolbox().offers().prompts.is_empty() {
+    if offers.prompts.is_empty() {
         return Err(not_offered::<rmcp::model::CompleteRequestMethod>());
     }
     let Reference::Prompt(prompt) = &request.r#ref else {

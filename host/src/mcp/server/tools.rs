@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::content::ContentPart;
 use crate::host::Host;
 use crate::mcp::client::result;
+use crate::offers::Offers;
 use crate::source::ToolOutput;
 use crate::toolbox::Catalog;
 
@@ -21,6 +22,8 @@ pub(super) struct Served {
     /// Where each served tool is in `tools`.
     index: HashMap<String, usize>,
     outputs: HashMap<String, Output>,
+    /// What the sources offer besides tools (resources, prompts), merged once.
+    pub(super) offers: Offers,
 }
 
 /// How the result of a tool with an output schema becomes `structuredContent`.
@@ -87,6 +90,7 @@ impl Served {
             tools,
             index,
             outputs,
+            offers: host.toolbox().offers(),
         }
     }
 
