@@ -38,6 +38,7 @@
 
 pub mod agent;
 mod arguments;
+mod asking;
 mod content;
 mod engine;
 mod english;
@@ -59,6 +60,7 @@ pub mod units;
 // The names an embedding application uses most, at the crate's root. Code inside the crate
 // imports each from the module that defines it.
 pub use arguments::{Arguments, ArgumentsError};
+pub use asking::{Ask, AskError, Asker};
 pub use content::{
     ContentPart, EmbeddedResource, InputRequest, InputRequired, Media, ResourceLink,
 };

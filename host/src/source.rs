@@ -19,6 +19,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::arguments::Arguments;
+use crate::asking::Asker;
 use crate::content::{ContentPart, InputRequired, Media};
 use crate::error::CallError;
 use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
@@ -196,6 +197,9 @@ pub struct CallContext {
     pub input_responses: BTreeMap<String, serde_json::Value>,
     /// The state the tool gave with its request for input, as it gave it.
     pub request_state: Option<String>,
+    /// Who answers what is asked while the call runs (an MCP server's elicitation, say), if
+    /// anyone; a request nobody can answer is declined.
+    pub asker: Option<Asker>,
 }
 
 /// A successful call's result, with what the tool logged.
