@@ -382,8 +382,9 @@ impl Host {
     }
 
     /// Asks the model `question`, running the tools it calls, until it answers. A call that
-    /// needs approval ends it with [`AgentError::ApprovalNeeded`]: there is no one to ask
-    /// here; [`Host::agent`] and [`Agent::run`] pause for a decision instead.
+    /// needs approval ends it with [`AgentError::ApprovalNeeded`], one that asks for input
+    /// with [`AgentError::InputNeeded`]: there is no one to ask here; [`Host::agent`] and
+    /// [`Agent::run`] pause instead.
     pub async fn run(&self, question: &str) -> Result<RunResult, AgentError> {
         let agent = self.agent().await?;
         let mut conversation = Conversation::new();
@@ -391,9 +392,12 @@ impl Host {
         let result = agent
             .run(&mut conversation, &RunOptions::default(), &mut |_| {})
             .await?;
-        match (result.end, result.pending.first()) {
-            (RunEnd::Paused, Some(pending)) => Err(AgentError::ApprovalNeeded {
+        match (result.end, result.pending.first(), result.asking.first()) {
+            (RunEnd::Paused, Some(pending), _) => Err(AgentError::ApprovalNeeded {
                 tool: pending.tool.clone(),
+            }),
+            (RunEnd::Paused, None, Some(asking)) => Err(AgentError::InputNeeded {
+                tool: asking.tool.clone(),
             }),
             _ => Ok(result),
         }

@@ -70,7 +70,7 @@ fn pty() -> (File, File) {
 }
 
 /// A child whose stdin and stderr are a terminal: what it shows there, and a way to type.
-struct OnTerminal {
+pub(crate) struct OnTerminal {
     child: Child,
     keyboard: File,
     screen: Arc<Mutex<String>>,
@@ -78,7 +78,7 @@ struct OnTerminal {
 }
 
 impl OnTerminal {
-    fn spawn(mut command: Command) -> Self {
+    pub(crate) fn spawn(mut command: Command) -> Self {
         let (master, terminal) = pty();
         command
             .stdin(terminal.try_clone().unwrap())
@@ -108,7 +108,7 @@ impl OnTerminal {
     }
 
     /// Waits for the child to end: its output, and everything the terminal showed.
-    fn finish(self) -> (std::process::Output, String) {
+    pub(crate) fn finish(self) -> (std::process::Output, String) {
         let out = self.child.wait_with_output().unwrap();
         self.reader.join().unwrap();
         let screen = self.screen.lock().unwrap().clone();
@@ -120,7 +120,7 @@ impl OnTerminal {
     }
 
     /// Waits until `what` has been shown `times` times.
-    fn wait_for(&self, what: &str, times: usize) {
+    pub(crate) fn wait_for(&self, what: &str, times: usize) {
         let deadline = Instant::now() + Duration::from_secs(120);
         while self.screen().matches(what).count() < times {
             assert!(
@@ -132,7 +132,7 @@ impl OnTerminal {
         }
     }
 
-    fn type_line(&mut self, line: &str) {
+    pub(crate) fn type_line(&mut self, line: &str) {
         self.keyboard.write_all(line.as_bytes()).unwrap();
         self.keyboard.write_all(b"\n").unwrap();
     }

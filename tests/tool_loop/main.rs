@@ -7,6 +7,7 @@
 
 mod approval;
 mod approve_cli;
+mod asking;
 mod audit;
 mod captured;
 mod cli;

@@ -1,7 +1,7 @@
 //! A conversation: its messages, the bookkeeping that keeps tool calls and results paired,
 //! a run paused for approval, and the versioned JSON form that saves all of it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,6 +11,7 @@ use crate::llm::{Message, ToolCall};
 
 use super::AgentError;
 use super::approval::{Decision, PendingCall};
+use super::asking::{AskingCall, InputAnswer};
 use super::state::RunState;
 
 /// The format version of a saved conversation (and the run state in it). A file of another
@@ -170,6 +171,42 @@ impl Conversation {
                 reason: reason.into(),
             },
         )
+    }
+
+    /// The calls of the paused run that ask for input before they can finish (none when no
+    /// run is paused).
+    pub fn asking_calls(&self) -> Vec<&AskingCall> {
+        self.run.as_ref().map(RunState::asking).unwrap_or_default()
+    }
+
+    /// Answers call `call_id` of the paused run, which asked for input: `answers` by the
+    /// keys of its requests, each a JSON object as MCP has the result. It runs again with
+    /// them when the run resumes.
+    pub fn answer_input(
+        &mut self,
+        call_id: &str,
+        answers: BTreeMap<String, Value>,
+    ) -> Result<(), AgentError> {
+        self.give_input(call_id, InputAnswer::Given(answers))
+    }
+
+    /// Tells call `call_id` of the paused run, which asked for input, that none will come:
+    /// it ends with an error that gives `reason` when the run resumes.
+    pub fn refuse_input(
+        &mut self,
+        call_id: &str,
+        reason: impl Into<String>,
+    ) -> Result<(), AgentError> {
+        self.give_input(call_id, InputAnswer::Refused(reason.into()))
+    }
+
+    fn give_input(&mut self, call_id: &str, answer: InputAnswer) -> Result<(), AgentError> {
+        match &mut self.run {
+            Some(run) => run.answer(call_id, answer),
+            None => Err(AgentError::NoSuchPendingCall {
+                id: call_id.to_owned(),
+            }),
+        }
     }
 
     pub(crate) fn take_run(&mut self) -> Option<RunState> {

@@ -96,6 +96,26 @@ pub enum AgentError {
         tool: String,
     },
 
+    /// A call asks for input before it can finish and nobody can be asked
+    /// ([`Host::run`](crate::host::Host::run)).
+    #[error(
+        "`{tool}` asks for input before it can finish, and Host::run cannot ask anyone; use \
+         Host::agent and Agent::run, which pause for the answers (Conversation::answer_input)"
+    )]
+    InputNeeded {
+        /// The first tool that asks.
+        tool: String,
+    },
+
+    /// An answer to a call that asked for input is not one it can take.
+    #[error("the answer to tool call `{id}` cannot be taken: {problem}")]
+    InvalidInputAnswer {
+        /// The call's id.
+        id: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
     /// A tool call in the history has no result.
     #[error("tool call `{id}` ({name}) has no result; submit one before the next model request")]
     UnansweredToolCall {
@@ -164,6 +184,10 @@ pub enum AgentErrorKind {
     NothingToResume,
     /// [`AgentError::ApprovalNeeded`].
     ApprovalNeeded,
+    /// [`AgentError::InputNeeded`].
+    InputNeeded,
+    /// [`AgentError::InvalidInputAnswer`].
+    InvalidInputAnswer,
     /// [`AgentError::UnansweredToolCall`].
     UnansweredToolCall,
     /// [`AgentError::NoSuchPendingCall`].
@@ -186,6 +210,8 @@ impl AgentError {
             Self::RunPaused { .. } => AgentErrorKind::RunPaused,
             Self::NothingToResume => AgentErrorKind::NothingToResume,
             Self::ApprovalNeeded { .. } => AgentErrorKind::ApprovalNeeded,
+            Self::InputNeeded { .. } => AgentErrorKind::InputNeeded,
+            Self::InvalidInputAnswer { .. } => AgentErrorKind::InvalidInputAnswer,
             Self::UnansweredToolCall { .. } => AgentErrorKind::UnansweredToolCall,
             Self::NoSuchPendingCall { .. } => AgentErrorKind::NoSuchPendingCall,
             Self::UnknownTool { .. } => AgentErrorKind::UnknownTool,

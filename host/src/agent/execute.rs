@@ -16,6 +16,7 @@ use crate::source::CallContext;
 use crate::toolbox::Toolbox;
 
 use super::approval::Approval;
+use super::asking::{Answers, AskingCall, MAX_ASKS};
 use super::audit::AuditTrail;
 use super::record::{InvalidCall, InvalidProblem, Outcome, SUCCESS, ToolExecution};
 use super::{AgentError, AgentEvent};
@@ -25,11 +26,34 @@ pub(crate) struct Approved<'a> {
     pub call: &'a ToolCall,
     pub arguments: &'a Arguments,
     pub approval: Approval,
+    /// When it asked for input before: the answers and its state.
+    pub answers: Option<Answers>,
+}
+
+/// How a call that ran ended: finished (with a result or an error), or asking for input.
+pub(crate) enum Ran {
+    Finished(ToolExecution),
+    Asking(AskingCall),
+}
+
+impl Ran {
+    /// The execution of a call that cannot wait for input (the caller-controlled mode's): one
+    /// that asks ends with an error saying so.
+    pub(crate) fn or_fail(self, call: &ToolCall, round: usize) -> ToolExecution {
+        match self {
+            Self::Finished(execution) => execution,
+            Self::Asking(asking) => asking.ended(
+                call,
+                round,
+                "Agent::run_calls cannot pause for it; run the loop with Agent::run",
+            ),
+        }
+    }
 }
 
 /// Runs `calls` through `toolbox`, at most `limit` at a time (all at once when `None`).
-/// Each finished call is written to the audit trail before anything else happens with it.
-/// Returns the executions in call order.
+/// Each finished call is written to the audit trail before anything else happens with it
+/// (a call that asks for input is, when it finishes). Returns how each ended, in call order.
 pub(crate) async fn execute_calls(
     toolbox: &Toolbox,
     calls: &[Approved<'_>],
@@ -38,7 +62,7 @@ pub(crate) async fn execute_calls(
     limit: Option<NonZeroUsize>,
     audit: &AuditTrail<'_>,
     events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
-) -> Result<Vec<ToolExecution>, AgentError> {
+) -> Result<Vec<Ran>, AgentError> {
     for approved in calls {
         events(AgentEvent::ToolStarted {
             call: approved.call,
@@ -47,20 +71,18 @@ pub(crate) async fn execute_calls(
     let limit = limit.map_or(calls.len().max(1), NonZeroUsize::get);
     let mut running = stream::iter(calls.iter().enumerate())
         .map(|(index, approved)| async move {
-            let mut execution = execute_one(toolbox, approved, context, round).await;
-            execution.approval = approved.approval;
-            (index, execution)
+            (index, execute_one(toolbox, approved, context, round).await)
         })
         .buffer_unordered(limit);
-    let mut finished: Vec<Option<ToolExecution>> = vec![None; calls.len()];
-    while let Some((index, execution)) = running.next().await {
-        audit.execution(&execution, calls[index].arguments)?;
-        events(AgentEvent::ToolFinished {
-            execution: &execution,
-        });
-        finished[index] = Some(execution);
+    let mut ended: Vec<Option<Ran>> = calls.iter().map(|_| None).collect();
+    while let Some((index, ran)) = running.next().await {
+        if let Ran::Finished(execution) = &ran {
+            audit.execution(execution, calls[index].arguments)?;
+            events(AgentEvent::ToolFinished { execution });
+        }
+        ended[index] = Some(ran);
     }
-    Ok(finished.into_iter().flatten().collect())
+    Ok(ended.into_iter().flatten().collect())
 }
 
 async fn execute_one(
@@ -68,14 +90,17 @@ async fn execute_one(
     approved: &Approved<'_>,
     context: &CallContext,
     round: usize,
-) -> ToolExecution {
+) -> Ran {
     let call = approved.call;
     let started = Instant::now();
+    let answers = approved.answers.clone().unwrap_or_default();
     let context = CallContext {
         call_id: call.id.clone(),
         values: context.values.clone(),
         observer: context.observer.clone(),
-        ..CallContext::default()
+        asker: context.asker.clone(),
+        input_responses: answers.responses,
+        request_state: answers.state,
     };
     let result = toolbox
         .call_parsed(&call.name, approved.arguments, &context)
@@ -84,10 +109,22 @@ async fn execute_one(
         .as_ref()
         .map(|output| output.reports)
         .unwrap_or_default();
-    // Asking the user from inside a run (a form on the terminal, a paused run) is not built
-    // yet: the call ends with an error that says so.
-    let result =
-        result.and_then(|output| output.finished(&call.name, "a run of the tool-calling loop"));
+    let result = match result {
+        Ok(output) => match output.input_required {
+            Some(asked) => {
+                let asking = AskingCall::new(call, asked, answers.asks);
+                if !asking.asked_too_often() {
+                    return Ran::Asking(asking);
+                }
+                let why = format!("it asked {MAX_ASKS} times without finishing");
+                let mut execution = asking.ended(call, round, &why);
+                execution.approval = approved.approval;
+                return Ran::Finished(execution);
+            }
+            None => Ok(output),
+        },
+        Err(error) => Err(error),
+    };
     let (outcome, output, content) = match result {
         // A tool that returns nothing has done its job: say so, rather than send nothing.
         Ok(output) if output.is_empty() => (Outcome::Ok, SUCCESS.to_owned(), Vec::new()),
@@ -113,12 +150,13 @@ async fn execute_one(
             Vec::new(),
         ),
     };
-    ToolExecution {
+    Ran::Finished(ToolExecution {
         duration: started.elapsed(),
         content,
         reports,
+        approval: approved.approval,
         ..ToolExecution::new(call, round, outcome, output)
-    }
+    })
 }
 
 /// The call at `position` (from 0) of a turn, when the turn may run only `limit` calls: the

@@ -57,6 +57,7 @@
 //! Every call can also be written to an audit log ([`Agent::with_audit`], [`AuditLog`]).
 
 mod approval;
+mod asking;
 mod audit;
 mod config;
 mod conversation;
@@ -77,6 +78,7 @@ use serde::Serialize;
 use tracing::Instrument;
 
 pub use approval::{Approval, ApprovalPredicate, ApprovalRules, Decision, PendingCall};
+pub use asking::{AskingCall, InputAnswer, MAX_ASKS};
 pub use audit::{AuditLog, AuditRecord, AuditSink};
 pub use config::AgentConfig;
 pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
@@ -88,6 +90,7 @@ pub use crate::manifest::{ApprovalMode, AskFor, OnError, model::ToolLimit};
 pub use state::RunState;
 
 use crate::arguments::Arguments;
+use crate::asking::Asker;
 use crate::llm::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice,
     ToolDefinition, Usage,
@@ -206,6 +209,10 @@ pub struct RunOptions {
     pub needs_approval: Option<ApprovalPredicate>,
     /// Who gets the progress reports and log lines of the run's tool calls while they run.
     pub observer: Option<Observer>,
+    /// Who answers what a tool's source asks while a call runs (an MCP server's
+    /// elicitation, say). A component that asks ends its call first: the run pauses for
+    /// that, whatever this is.
+    pub asker: Option<Asker>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -277,6 +284,9 @@ pub struct RunResult {
     /// When paused: the calls that wait for a decision.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<PendingCall>,
+    /// When paused: the calls that ask for input before they can finish.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub asking: Vec<AskingCall>,
     /// How many model requests were made.
     pub rounds: usize,
     /// Tokens used, summed over the requests that reported them.

@@ -11,7 +11,7 @@ use crate::source::CallContext;
 
 use super::approval::{Approval, Decision, PendingCall};
 use super::audit::AuditTrail;
-use super::execute::{self, Approved, check_call, check_position};
+use super::execute::{self, Approved, Ran, check_call, check_position};
 use super::guard::RepeatedFailure;
 use super::record::{InvalidCall, InvalidProblem, ToolExecution};
 use super::state::{RunState, Turn};
@@ -113,6 +113,7 @@ impl Agent {
                     call,
                     arguments,
                     approval: Approval::NotRequired,
+                    answers: None,
                 }),
             }
         }
@@ -126,6 +127,11 @@ impl Agent {
             events,
         )
         .await?;
+        let done: Vec<ToolExecution> = done
+            .into_iter()
+            .zip(&to_run)
+            .map(|(ran, approved)| ran.or_fail(approved.call, round))
+            .collect();
         for execution in &done {
             conversation.submit_with_images(
                 &execution.call_id,
@@ -158,6 +164,10 @@ impl Agent {
                         ControlFlow::Continue(state) => state,
                         ControlFlow::Break(outcome) => return outcome,
                     };
+                    // Calls that asked for input keep the turn waiting.
+                    if state.is_waiting() {
+                        continue;
+                    }
                 } else if state.is_waiting() {
                     let result = state.paused_result();
                     conversation.park_run(state);
@@ -294,16 +304,20 @@ impl Agent {
             calls,
             offered,
             approvals,
+            started: false,
+            finished: Vec::new(),
+            asking: Vec::new(),
         }
     }
 
     /// Runs the calls of a decided turn and sends every result back; says whether the turn
-    /// ends the run.
+    /// ends the run. When calls ask for input, the turn waits in `state` for the answers
+    /// (the calls that finished wait with it) and runs only those calls again next time.
     async fn finish_turn(
         &self,
         conversation: &mut Conversation,
         state: &mut RunState,
-        turn: Turn,
+        mut turn: Turn,
         options: &RunOptions,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<TurnEnd, AgentError> {
@@ -318,33 +332,15 @@ impl Agent {
         }
         let audit = self.audit_trail(state);
         let plans = plan_calls(&turn, state, self.options.max_calls_per_turn);
-        // What is settled without running goes to the audit log first.
-        for plan in &plans {
-            match plan {
-                Plan::Invalid(invalid) => {
-                    audit.invalid(invalid)?;
-                    events(AgentEvent::InvalidCall { call: invalid });
-                }
-                Plan::Answered(execution, arguments) => {
-                    audit.execution(execution, arguments)?;
-                    events(AgentEvent::ToolFinished { execution });
-                }
-                Plan::Run(..) => {}
-            }
+        if !turn.started {
+            audit_settled(&plans, &audit, events)?;
         }
-        let to_run: Vec<Approved<'_>> = turn
-            .calls
-            .iter()
-            .zip(&plans)
-            .filter_map(|(call, plan)| match plan {
-                Plan::Run(approval, arguments) => Some(Approved {
-                    call,
-                    arguments,
-                    approval: *approval,
-                }),
-                _ => None,
-            })
-            .collect();
+        let (to_run, unanswered) = calls_to_run(&turn, &plans);
+        // A call whose question nobody answered ends here, with an error that says so.
+        for (execution, arguments) in &unanswered {
+            audit.execution(execution, arguments)?;
+            events(AgentEvent::ToolFinished { execution });
+        }
         let ran = execute::execute_calls(
             &self.toolbox,
             &to_run,
@@ -355,6 +351,22 @@ impl Agent {
             events,
         )
         .await?;
+        let unanswered: Vec<ToolExecution> = unanswered.into_iter().map(|(e, _)| e).collect();
+        drop(to_run);
+        turn.finished.extend(unanswered);
+        turn.started = true;
+        turn.asking.clear();
+        for ran in ran {
+            match ran {
+                Ran::Finished(execution) => turn.finished.push(execution),
+                Ran::Asking(asking) => turn.asking.push(asking),
+            }
+        }
+        if !turn.asking.is_empty() {
+            state.set_turn(turn);
+            return Ok(TurnEnd::Continue);
+        }
+        let ran = in_call_order(std::mem::take(&mut turn.finished), &turn.calls);
         let (done, repeated_failure) = submit_results(conversation, state, &turn, plans, ran)?;
         let end = self.turn_end(&done, repeated_failure);
         state.push_executions(done);
@@ -403,8 +415,73 @@ fn context(options: &RunOptions) -> CallContext {
         call_id: String::new(),
         values: options.context.clone(),
         observer: options.observer.clone(),
+        asker: options.asker.clone(),
         ..CallContext::default()
     }
+}
+
+/// The calls of `turn` that run in this pass (per `plans`), with the answers of those that
+/// asked for input; and the executions of the calls that asked and got no answer.
+fn calls_to_run<'a>(
+    turn: &'a Turn,
+    plans: &'a [Plan],
+) -> (Vec<Approved<'a>>, Vec<(ToolExecution, &'a Arguments)>) {
+    let mut to_run = Vec::new();
+    let mut unanswered = Vec::new();
+    for (call, plan) in turn.calls.iter().zip(plans) {
+        let Plan::Run(approval, arguments) = plan else {
+            continue;
+        };
+        if !turn.runs_now(&call.id) {
+            continue;
+        }
+        let asking = turn.asking.iter().find(|a| a.call_id == call.id);
+        let answers = match asking.map(|asking| asking.next_round(call, turn.round)) {
+            None => None,
+            Some(Ok(answers)) => Some(answers),
+            Some(Err(mut execution)) => {
+                execution.approval = *approval;
+                unanswered.push((*execution, arguments));
+                continue;
+            }
+        };
+        to_run.push(Approved {
+            call,
+            arguments,
+            approval: *approval,
+            answers,
+        });
+    }
+    (to_run, unanswered)
+}
+
+/// Writes what `plans` settle without running (invalid calls, repeats, rejections) to the
+/// audit log, before anything runs.
+fn audit_settled(
+    plans: &[Plan],
+    audit: &AuditTrail<'_>,
+    events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
+) -> Result<(), AgentError> {
+    for plan in plans {
+        match plan {
+            Plan::Invalid(invalid) => {
+                audit.invalid(invalid)?;
+                events(AgentEvent::InvalidCall { call: invalid });
+            }
+            Plan::Answered(execution, arguments) => {
+                audit.execution(execution, arguments)?;
+                events(AgentEvent::ToolFinished { execution });
+            }
+            Plan::Run(..) => {}
+        }
+    }
+    Ok(())
+}
+
+/// `executions` in the order of the calls they answer.
+fn in_call_order(mut executions: Vec<ToolExecution>, calls: &[ToolCall]) -> Vec<ToolExecution> {
+    executions.sort_by_key(|e| calls.iter().position(|call| call.id == e.call_id));
+    executions
 }
 
 /// The tool choice of the rounds after the first: a forced choice (a tool, or `required`)

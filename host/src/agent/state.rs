@@ -1,5 +1,6 @@
 //! A paused run: what the loop needs to go on after the calls that wait for approval are
-//! decided, in this process or another (it serializes with its conversation).
+//! decided and those that ask for input are answered, in this process or another (it
+//! serializes with its conversation).
 
 use std::collections::BTreeSet;
 use std::hash::{BuildHasher, Hasher};
@@ -10,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::{ToolCall, Usage};
 
 use super::approval::{Decision, PendingCall};
+use super::asking::{AskingCall, InputAnswer};
 use super::guard::Guard;
 use super::record::{InvalidCall, ToolExecution};
 use super::{AgentError, RunEnd, RunRecord, RunResult};
@@ -43,6 +45,17 @@ pub(crate) struct Turn {
     pub offered: BTreeSet<String>,
     /// The calls that need approval, with their decisions once made.
     pub approvals: Vec<PendingCall>,
+    /// Whether its calls have run once: what was settled without running is in the audit
+    /// log, and only the calls that asked for input run again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started: bool,
+    /// The calls that finished while others asked for input; their results go back to the
+    /// model with the others'.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finished: Vec<ToolExecution>,
+    /// The calls that asked for input, with the answers once given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asking: Vec<AskingCall>,
 }
 
 impl Turn {
@@ -56,6 +69,16 @@ impl Turn {
 
     fn undecided(&self) -> impl Iterator<Item = &PendingCall> {
         self.approvals.iter().filter(|p| p.decision.is_none())
+    }
+
+    fn unanswered(&self) -> impl Iterator<Item = &AskingCall> {
+        self.asking.iter().filter(|a| a.answer.is_none())
+    }
+
+    /// Whether call `id` runs in this pass: every call the first time, then only those
+    /// that asked for input.
+    pub fn runs_now(&self, id: &str) -> bool {
+        !self.started || self.asking.iter().any(|asking| asking.call_id == id)
     }
 }
 
@@ -96,6 +119,26 @@ impl RunState {
     /// The calls that wait for a decision.
     pub fn pending(&self) -> Vec<&PendingCall> {
         self.turn.iter().flat_map(Turn::undecided).collect()
+    }
+
+    /// The calls that wait for input.
+    pub fn asking(&self) -> Vec<&AskingCall> {
+        self.turn.iter().flat_map(Turn::unanswered).collect()
+    }
+
+    /// Answers call `call_id`, which asked for input (an answer can be changed until the run
+    /// resumes).
+    pub fn answer(&mut self, call_id: &str, answer: InputAnswer) -> Result<(), AgentError> {
+        let asking = self
+            .turn
+            .as_mut()
+            .and_then(|turn| turn.asking.iter_mut().find(|a| a.call_id == call_id));
+        match asking {
+            Some(asking) => asking.answer(answer),
+            None => Err(AgentError::NoSuchPendingCall {
+                id: call_id.to_owned(),
+            }),
+        }
     }
 
     /// Decides about pending call `call_id` (a decision can be changed until the run resumes).
@@ -140,7 +183,11 @@ impl RunState {
     /// The turn to run next, unless some of its calls still wait for a decision.
     pub(crate) fn take_ready_turn(&mut self) -> Option<Turn> {
         match &self.turn {
-            Some(turn) if turn.undecided().next().is_none() => self.turn.take(),
+            Some(turn)
+                if turn.undecided().next().is_none() && turn.unanswered().next().is_none() =>
+            {
+                self.turn.take()
+            }
             _ => None,
         }
     }
@@ -175,6 +222,7 @@ impl RunState {
             executions: self.executions.clone(),
             invalid_calls: self.invalid_calls.clone(),
             pending: self.pending().into_iter().cloned().collect(),
+            asking: self.asking().into_iter().cloned().collect(),
             rounds: self.rounds,
             usage: self.usage,
         }
@@ -188,6 +236,7 @@ impl RunState {
             executions: self.executions,
             invalid_calls: self.invalid_calls,
             pending: Vec::new(),
+            asking: Vec::new(),
             rounds: self.rounds,
             usage: self.usage,
         }

@@ -1,13 +1,14 @@
 //! Asking before a tool call runs: on the terminal (y / n / always), everything with
-//! `--yes`, nothing without a terminal; and driving a run through its approval pauses.
+//! `--yes`, nothing without a terminal; and driving a run through its pauses, for approvals
+//! and for tools that ask for input (`form.rs`).
 
 use std::io::IsTerminal;
 
 use anyhow::Context as _;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use toolhost::agent::{
-    Agent, AgentError, AgentEvent, Conversation, Decision, PendingCall, RunEnd, RunOptions,
-    RunResult,
+    Agent, AgentError, AgentEvent, Conversation, Decision, InputAnswer, PendingCall, RunEnd,
+    RunOptions, RunResult,
 };
 
 /// Lines typed on stdin: the chat's messages and the answers to approval prompts.
@@ -143,6 +144,16 @@ pub async fn run_to_end(
         {
             let decision = approver.decide(&call, input).await?;
             conversation.decide(&call.call_id, decision)?;
+        }
+        while let Some(asking) = conversation.asking_calls().first().map(|c| (*c).clone()) {
+            match super::form::answer(&asking, input).await? {
+                InputAnswer::Given(answers) => {
+                    conversation.answer_input(&asking.call_id, answers)?
+                }
+                InputAnswer::Refused(reason) => {
+                    conversation.refuse_input(&asking.call_id, reason)?
+                }
+            }
         }
         result = agent.resume(conversation, options, events).await;
     }

@@ -2,6 +2,7 @@
 
 mod approve;
 mod call;
+mod form;
 mod inspect;
 mod mcp;
 mod output;
