@@ -120,6 +120,25 @@ pub enum LoadError {
         offered: Vec<String>,
     },
 
+    /// A source's `resources`, `exclude_resources`, `prompts` or `exclude_prompts` list names
+    /// something it does not offer (a typo, as with [`LoadError::NoSuchTool`]).
+    #[error(
+        "{origin} offers no {what} `{name}` (named in its `{key}` list); it offers: {}",
+        if offered.is_empty() { "none".to_owned() } else { offered.join(", ") }
+    )]
+    NoSuchOffer {
+        /// The source.
+        origin: String,
+        /// The list that names it.
+        key: &'static str,
+        /// `resource` or `prompt`.
+        what: &'static str,
+        /// The name that was listed.
+        name: String,
+        /// What it does offer of that kind.
+        offered: Vec<String>,
+    },
+
     /// A grant cannot be applied (a granted directory does not exist, ...).
     #[error("component `{component}`: {problem}")]
     Grant {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::arguments::Arguments;
 use crate::asking::Asker;
 use crate::content::{ContentPart, InputRequired, Media};
-use crate::error::CallError;
+use crate::error::{CallError, LoadError};
 use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
 use crate::sandbox::{CapturedLog, Grants, Observer, ReportCounts};
 use crate::spec::ToolSpec;
@@ -169,16 +169,92 @@ pub struct SourceOptions {
     /// Never offer these tools (by the source's names).
     #[serde(default)]
     pub exclude: BTreeSet<String>,
+    /// Offer only these of its resources (by URI, or a template's URI template); every one
+    /// when absent.
+    #[serde(default)]
+    pub resources: Option<BTreeSet<String>>,
+    /// Never offer these resources.
+    #[serde(default)]
+    pub exclude_resources: BTreeSet<String>,
+    /// Offer only these of its prompts (by name); every one when absent.
+    #[serde(default)]
+    pub prompts: Option<BTreeSet<String>>,
+    /// Never offer these prompts.
+    #[serde(default)]
+    pub exclude_prompts: BTreeSet<String>,
 }
 
 impl SourceOptions {
     /// Whether the source's tool `name` is offered.
     pub(crate) fn offers(&self, name: &str) -> bool {
-        self.include
-            .as_ref()
-            .is_none_or(|names| names.contains(name))
-            && !self.exclude.contains(name)
+        kept(self.include.as_ref(), &self.exclude, name)
     }
+
+    /// What of `offers` (a source's resources, templates and prompts, named `origin`) these
+    /// options let through; an error when a list names something it does not offer.
+    pub(crate) fn keep_offers(&self, origin: &Origin, offers: Offers) -> Result<Offers, LoadError> {
+        let resources: Vec<String> = (offers.resources.iter().map(|r| r.uri.clone()))
+            .chain(offers.templates.iter().map(|t| t.uri_template.clone()))
+            .collect();
+        let prompts: Vec<String> = offers.prompts.iter().map(|p| p.name.clone()).collect();
+        let lists = [
+            (
+                "resources",
+                "resource",
+                self.resources.iter().flatten(),
+                &resources,
+            ),
+            ("prompts", "prompt", self.prompts.iter().flatten(), &prompts),
+        ];
+        let excluded = [
+            (
+                "exclude_resources",
+                "resource",
+                &self.exclude_resources,
+                &resources,
+            ),
+            ("exclude_prompts", "prompt", &self.exclude_prompts, &prompts),
+        ];
+        let named = lists
+            .into_iter()
+            .flat_map(|(key, what, names, offered)| names.map(move |n| (key, what, n, offered)))
+            .chain(
+                excluded
+                    .into_iter()
+                    .flat_map(|(key, what, names, offered)| {
+                        names.iter().map(move |n| (key, what, n, offered))
+                    }),
+            );
+        for (key, what, name, offered) in named {
+            if !offered.contains(name) {
+                return Err(LoadError::NoSuchOffer {
+                    origin: origin.to_string(),
+                    key,
+                    what,
+                    name: name.clone(),
+                    offered: offered.clone(),
+                });
+            }
+        }
+        let resource = |uri: &String| kept(self.resources.as_ref(), &self.exclude_resources, uri);
+        let prompt = |name: &String| kept(self.prompts.as_ref(), &self.exclude_prompts, name);
+        Ok(Offers {
+            resources: (offers.resources.into_iter())
+                .filter(|r| resource(&r.uri))
+                .collect(),
+            templates: (offers.templates.into_iter())
+                .filter(|t| resource(&t.uri_template))
+                .collect(),
+            prompts: (offers.prompts.into_iter())
+                .filter(|p| prompt(&p.name))
+                .collect(),
+        })
+    }
+}
+
+/// Whether `name` passes an include list (everything when there is none) and an exclude list.
+fn kept(include: Option<&BTreeSet<String>>, exclude: &BTreeSet<String>, name: &str) -> bool {
+    include.is_none_or(|names| names.contains(name)) && !exclude.contains(name)
 }
 
 /// What the embedding application passes with a call. Delivered to the tool, never shown to

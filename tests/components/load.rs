@@ -305,3 +305,43 @@ async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
     assert_eq!(values, ["paris", "park"]);
     toolbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_manifests_lists_choose_which_resources_and_prompts_are_offered() {
+    let load = |configure: fn(&mut toolhost::SourceOptions)| async move {
+        let mut config = ComponentConfig::new(MCP_CONFORMANCE);
+        configure(&mut config.options);
+        Toolbox::builder(&runtime()).component(config).build().await
+    };
+    let toolbox = load(|options| {
+        options.resources = Some(["test://static-text".to_owned()].into());
+        options.exclude_prompts = ["test_prompt_with_arguments".to_owned()].into();
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let offers = toolbox.offers();
+    let uris: Vec<&str> = offers.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["test://static-text"]);
+    assert!(offers.templates.is_empty(), "not in the resources list");
+    assert!(!offers.has_prompt("test_prompt_with_arguments"));
+    assert!(!offers.prompts.is_empty(), "the other prompts stay");
+    let excluded = toolbox.read_resource("test://static-binary").await;
+    assert!(
+        matches!(excluded, Err(toolhost::OfferError::NotFound(_))),
+        "{excluded:?}"
+    );
+
+    let typo = load(|options| {
+        options.exclude_resources = ["test://static-txt".to_owned()].into();
+    })
+    .await
+    .err()
+    .expect("a resource it does not offer is an error");
+    let message = typo.to_string();
+    assert!(
+        message.contains("offers no resource `test://static-txt`")
+            && message.contains("exclude_resources")
+            && message.contains("test://static-text"),
+        "{message}"
+    );
+}

@@ -90,6 +90,10 @@ impl ComponentConfig {
                         prefix: entry.prefix.clone(),
                         include: entry.tools.clone(),
                         exclude: entry.exclude.clone(),
+                        resources: entry.resources.clone(),
+                        exclude_resources: entry.exclude_resources.clone(),
+                        prompts: entry.prompts.clone(),
+                        exclude_prompts: entry.exclude_prompts.clone(),
                     },
                     required: entry.required,
                 }
@@ -189,6 +193,7 @@ impl LoadedComponent {
             }
         };
         let tools = check_tools(&path, &origin, described.tools)?;
+        let offers = config.options.keep_offers(&origin, described.offers)?;
         let outputs = (0..tools.len()).map(|_| Default::default()).collect();
         let spare = Spare::new(runtime.clone(), sandbox.clone());
         Ok(Self {
@@ -199,7 +204,7 @@ impl LoadedComponent {
             tools,
             imports: described.imports,
             contract: described.contract,
-            offers: described.offers,
+            offers,
             outputs,
             key,
             source,

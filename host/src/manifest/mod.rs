@@ -141,6 +141,18 @@ pub struct ComponentEntry {
     /// Never offer these of its tools.
     #[serde(default)]
     pub exclude: BTreeSet<String>,
+    /// Offer only these of its resources (by URI or URI template); all when absent.
+    #[serde(default)]
+    pub resources: Option<BTreeSet<String>>,
+    /// Never offer these of its resources.
+    #[serde(default)]
+    pub exclude_resources: BTreeSet<String>,
+    /// Offer only these of its prompts (by name); all when absent.
+    #[serde(default)]
+    pub prompts: Option<BTreeSet<String>>,
+    /// Never offer these of its prompts.
+    #[serde(default)]
+    pub exclude_prompts: BTreeSet<String>,
     /// Whether a failure to load it fails the whole manifest (default true).
     #[serde(default = "yes")]
     pub required: bool,

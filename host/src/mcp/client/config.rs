@@ -208,6 +208,7 @@ impl McpServerConfig {
                 prefix: entry.prefix.clone(),
                 include: entry.tools.clone(),
                 exclude: entry.exclude.clone(),
+                ..SourceOptions::default()
             },
             required: entry.required,
         }
