@@ -370,3 +370,60 @@ async fn raw_sockets_need_a_grant() {
         .expect("granted");
     assert_eq!(output.text, format!("connected to {address}"));
 }
+
+#[tokio::test]
+async fn a_note_that_exists_is_overwritten_only_once_the_user_says_so() {
+    let notes = tempfile::tempdir().expect("a temporary directory");
+    let dir = notes.path().to_owned();
+    let toolbox = load(FILES, move |config| {
+        config.grants.dirs.push(DirGrant {
+            host: dir,
+            guest: "/notes".into(),
+            write: true,
+        });
+    })
+    .await;
+    let write = |text: &str, answer: Option<serde_json::Value>| {
+        let arguments = json!({ "title": "Todo", "text": text }).to_string();
+        let context = CallContext {
+            input_responses: answer
+                .map(|answer| [("overwrite".to_owned(), answer)].into())
+                .unwrap_or_default(),
+            ..context()
+        };
+        let toolbox = &toolbox;
+        async move { toolbox.call("write_note", &arguments, &context).await }
+    };
+    let saved = || std::fs::read_to_string(notes.path().join("todo.md")).expect("the note");
+    let first = write("milk", None).await.expect("a new note is written");
+    assert!(first.input_required.is_none());
+    assert_eq!(
+        first.structured.expect("structured")["path"],
+        "/notes/todo.md"
+    );
+
+    let asked = write("eggs", None).await.expect("the tool asks");
+    let question = &asked.input_required.expect("it asks first").requests["overwrite"];
+    assert_eq!(question.method, "elicitation/create");
+    assert!(
+        question.params["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/notes/todo.md exists already")),
+        "{question:?}"
+    );
+    assert!(
+        saved().contains("milk"),
+        "nothing written before the answer"
+    );
+
+    let declined = write("eggs", Some(json!({"action": "decline"})))
+        .await
+        .expect("answered");
+    assert!(declined.text.starts_with("Not saved"), "{}", declined.text);
+    assert!(saved().contains("milk"));
+
+    let yes = json!({"action": "accept", "content": {"overwrite": true}});
+    let done = write("eggs", Some(yes)).await.expect("answered");
+    assert!(done.input_required.is_none());
+    assert!(saved().contains("eggs"), "overwritten once accepted");
+}

@@ -1,4 +1,5 @@
-//! Files: list and read what is under a granted directory, write notes into another.
+//! Files: list and read what is under a granted directory, write notes into another (asking
+//! the user before one overwrites a note that exists).
 
 use std::fs;
 use std::io::Read as _;
@@ -6,7 +7,8 @@ use std::path::Path;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_sdk::{Capability, Tool, ToolError, Toolbox};
+use serde_json::json;
+use toolhost_sdk::{Ask, CallContext, Capability, Content, Output, Reply, Tool, ToolError, Toolbox};
 
 /// Where notes go; the host must grant this directory read-write.
 const NOTES_DIR: &str = "/notes";
@@ -103,9 +105,9 @@ fn read_file(args: ReadFile) -> Result<String, ToolError> {
         .map_err(|_| ToolError::failed(format!("`{}` is not UTF-8 text", args.path)))
 }
 
-fn write_note(args: WriteNote) -> Result<Written, ToolError> {
-    let slug: String = args
-        .title
+/// The file name a note's title gives: its letters and digits, lowercase, words joined by `-`.
+fn slug(title: &str) -> String {
+    title
         .trim()
         .chars()
         .map(|c| {
@@ -119,7 +121,13 @@ fn write_note(args: WriteNote) -> Result<Written, ToolError> {
         .split('-')
         .filter(|part| !part.is_empty())
         .collect::<Vec<_>>()
-        .join("-");
+        .join("-")
+}
+
+/// Writes the note; a note that exists already is overwritten only once the user says so
+/// (the tool asks, and the host calls it again with the answer).
+fn write_note(args: WriteNote, context: &CallContext) -> Result<Reply, ToolError> {
+    let slug = slug(&args.title);
     if slug.is_empty() {
         return Err(ToolError::invalid_arguments(format!(
             "the title {:?} needs at least one letter or digit (it names the file); send a \
@@ -128,12 +136,49 @@ fn write_note(args: WriteNote) -> Result<Written, ToolError> {
         )));
     }
     let path = Path::new(NOTES_DIR).join(format!("{slug}.md"));
+    let shown = path.display().to_string();
+    if path.exists() {
+        match context.answer("overwrite") {
+            None => {
+                let question = Ask::user(
+                    &format!("The note {shown} exists already. Overwrite it?"),
+                    json!({
+                        "type": "object",
+                        "properties": {
+                            "overwrite": {
+                                "type": "boolean",
+                                "title": "Overwrite",
+                                "description": format!("replace what {shown} says"),
+                            }
+                        },
+                        "required": ["overwrite"],
+                    }),
+                );
+                return Ok(Reply::Ask {
+                    requests: vec![("overwrite".into(), question)],
+                    state: None,
+                });
+            }
+            Some(answer)
+                if answer["action"] == "accept" && answer["content"]["overwrite"] == true => {}
+            Some(_) => {
+                return Ok(Reply::Done(Output::text(format!(
+                    "Not saved: the user kept the note that was at {shown}."
+                ))));
+            }
+        }
+    }
     let text = format!("# {}\n\n{}\n", args.title.trim(), args.text);
     fs::write(&path, &text).map_err(|e| not_available(NOTES_DIR, e))?;
-    Ok(Written {
-        path: path.display().to_string(),
+    let written = Written {
+        path: shown,
         bytes: text.len(),
-    })
+    };
+    let json = serde_json::to_value(&written).map_err(|e| ToolError::failed(e.to_string()))?;
+    Ok(Reply::Done(Output {
+        content: vec![Content::Text(json.to_string())],
+        structured: Some(json),
+    }))
 }
 
 struct Files;
@@ -165,7 +210,7 @@ impl Toolbox for Files {
                 Capability::ReadDir("/data".into()),
                 "the files to list and read",
             ),
-            Tool::new(
+            Tool::with_reply(
                 "write_note",
                 "Saves a note with a title and text, as a Markdown file in /notes.",
                 write_note,
