@@ -67,7 +67,10 @@ fn answering(answer: Value) -> Arc<Answering> {
 }
 
 fn everything() -> McpServerConfig {
-    patient(McpServerConfig::stdio("everything", peers().everything_stdio()))
+    patient(McpServerConfig::stdio(
+        "everything",
+        peers().everything_stdio(),
+    ))
 }
 
 /// Waits until the tools server-everything registers after the handshake are listed.
@@ -109,10 +112,7 @@ async fn the_reference_servers_progress_reaches_the_calls_observer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_is_bounded_and_each_concurrent_call_gets_its_own_progress() {
-    let config = patient(McpServerConfig::stdio(
-        "fake",
-        peers().fake_server(&[]),
-    ));
+    let config = patient(McpServerConfig::stdio("fake", peers().fake_server(&[])));
     let toolbox = toolbox(vec![config]).await;
     let observed = || {
         let seen = Arc::new(Seen::default());
@@ -156,11 +156,19 @@ async fn a_flood_is_bounded_and_each_concurrent_call_gets_its_own_progress() {
             .filter(|line| line.contains('/'))
             .collect();
         assert!(
-            progress.iter().all(|line| line.ends_with(&format!(" {label}"))),
+            progress
+                .iter()
+                .all(|line| line.ends_with(&format!(" {label}"))),
             "{label} saw another call's progress: {progress:?}"
         );
-        assert_eq!(progress.first().map(String::as_str), Some(&*format!("1/20000 {label}")));
-        assert_eq!(progress.last().map(String::as_str), Some(&*format!("20000/20000 {label}")));
+        assert_eq!(
+            progress.first().map(String::as_str),
+            Some(&*format!("1/20000 {label}"))
+        );
+        assert_eq!(
+            progress.last().map(String::as_str),
+            Some(&*format!("20000/20000 {label}"))
+        );
         assert!(progress.len() < 200, "{} passed on", progress.len());
         assert_eq!(output.reports.progress, 20000, "{:?}", output.reports);
     }
@@ -251,7 +259,11 @@ async fn sampling_and_roots_are_offered_only_when_granted() {
         )
         .await
         .unwrap();
-    assert!(sampled.text.contains("Paris, of course."), "{}", sampled.text);
+    assert!(
+        sampled.text.contains("Paris, of course."),
+        "{}",
+        sampled.text
+    );
     let asked = model.asked.lock().unwrap().clone();
     assert_eq!(asked[0].1.method, "sampling/createMessage");
     assert_eq!(asked[0].1.params["maxTokens"], 100);

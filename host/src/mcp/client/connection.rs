@@ -7,13 +7,15 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rmcp::model::{ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool};
+use rmcp::model::{
+    ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool,
+};
 use rmcp::service::RunningService;
 use rmcp::transport::Transport;
 use rmcp::{RoleClient, ServiceExt};
 
 use super::config::McpServerConfig;
-use super::handler::Handler;
+use super::handler::{Handler, ToolsWatcher};
 use super::relay::Calls;
 use super::{http, stdio};
 use crate::manifest::mcp_server::McpTransport;
@@ -27,14 +29,6 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// on its face. The result itself is then held to `max_result`.
 pub(super) fn max_answer(max_result: usize) -> usize {
     max_result.saturating_mul(4).saturating_add(64 * 1024)
-}
-
-/// Whoever keeps the server's tools: told when the server says they changed.
-pub(super) trait ToolsWatcher: Send + Sync + 'static {
-    /// The tools changed: they are stale until listed again.
-    fn mark_stale(&self);
-    /// The tools changed: list them again now.
-    fn relist(self: Arc<Self>);
 }
 
 /// A connected server.

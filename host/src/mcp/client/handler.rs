@@ -17,10 +17,17 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::config::McpServerConfig;
-use super::connection::ToolsWatcher;
 use super::relay::Calls;
 use crate::asking::AskError;
 use crate::content::InputRequest;
+
+/// Whoever keeps the server's tools: told when the server says they changed.
+pub(super) trait ToolsWatcher: Send + Sync + 'static {
+    /// The tools changed: they are stale until listed again.
+    fn mark_stale(&self);
+    /// The tools changed: list them again now.
+    fn relist(self: Arc<Self>);
+}
 
 /// The host's side of one connection to a server.
 #[derive(Clone)]
@@ -72,18 +79,14 @@ impl Handler {
             params: serde_json::to_value(params).unwrap_or_default(),
         };
         let asker = format!("MCP server `{server}` (tool `{}`)", target.tool);
-        let answer = target
-            .asker
-            .ask(&asker, &request)
-            .await
-            .map_err(|error| {
-                let code = match error {
-                    AskError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
-                    AskError::Failed(_) => ErrorCode::INTERNAL_ERROR,
-                };
-                tracing::info!("`{method}` of MCP server `{server}` got no answer: {error}");
-                ErrorData::new(code, format!("toolhost got no answer: {error}"), None)
-            })?;
+        let answer = target.asker.ask(&asker, &request).await.map_err(|error| {
+            let code = match error {
+                AskError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+                AskError::Failed(_) => ErrorCode::INTERNAL_ERROR,
+            };
+            tracing::info!("`{method}` of MCP server `{server}` got no answer: {error}");
+            ErrorData::new(code, format!("toolhost got no answer: {error}"), None)
+        })?;
         serde_json::from_value(answer).map_err(|e| {
             ErrorData::internal_error(
                 format!("toolhost's answer to `{method}` is not one MCP allows: {e}"),
@@ -151,7 +154,9 @@ impl ClientHandler for Handler {
                 None,
             ));
         }
-        Ok(ListRootsResult::new(self.roots.iter().map(|path| root(path)).collect()))
+        Ok(ListRootsResult::new(
+            self.roots.iter().map(|path| root(path)).collect(),
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

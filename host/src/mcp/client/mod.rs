@@ -73,7 +73,8 @@ use crate::error::{CallError, LoadError};
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, ToolSource};
 use crate::spec::ToolSpec;
-use connection::{Connection, ToolsWatcher, max_answer};
+use connection::{Connection, max_answer};
+use handler::ToolsWatcher;
 
 /// The tools of one MCP server. See the [module documentation](self).
 pub struct McpServer {
@@ -136,8 +137,7 @@ impl Shared {
     async fn connect(self: &Arc<Self>) -> anyhow::Result<(Connection, Vec<Tool>)> {
         let watcher: Arc<dyn ToolsWatcher> = self.clone();
         let (connection, tools) =
-            connection::connect(&self.config, Arc::downgrade(&watcher), self.calls.clone())
-                .await?;
+            connection::connect(&self.config, Arc::downgrade(&watcher), self.calls.clone()).await?;
         self.remember_identity(&connection);
         Ok((connection, tools))
     }

@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
-    ServerNotification, ServerResult,
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -109,7 +109,11 @@ impl Calls {
     fn progress(&self, progress: ProgressNotificationParam) {
         let mut inner = lock(&self.0);
         let token = &progress.progress_token;
-        match inner.running.iter().find(|e| e.token.as_ref() == Some(token)) {
+        match inner
+            .running
+            .iter()
+            .find(|e| e.token.as_ref() == Some(token))
+        {
             Some(entry) => report(&entry.call, progress),
             None if inner.running.iter().any(|e| e.token.is_none()) => {
                 if inner.early.len() < EARLY_PROGRESS {
@@ -171,9 +175,11 @@ impl Calls {
         let call = match (named, &inner.running[..]) {
             (Some(entry), _) | (None, [entry]) => entry.call.clone(),
             (None, []) => {
-                return Err("it asked while none of its tools was running; the host relays only \
+                return Err(
+                    "it asked while none of its tools was running; the host relays only \
                             what a server asks during a call"
-                    .to_owned());
+                        .to_owned(),
+                );
             }
             (None, several) => return shared_asker(several),
         };
@@ -195,12 +201,10 @@ impl Calls {
 fn shared_asker(several: &[Entry]) -> Result<Target, String> {
     let first = &several[0].call;
     match &first.asker {
-        Some(asker) if several.iter().all(|e| e.call.asker.as_ref() == Some(asker)) => {
-            Ok(Target {
-                tool: first.tool.clone(),
-                asker: asker.clone(),
-            })
-        }
+        Some(asker) if several.iter().all(|e| e.call.asker.as_ref() == Some(asker)) => Ok(Target {
+            tool: first.tool.clone(),
+            asker: asker.clone(),
+        }),
         _ => Err(format!(
             "{} of its calls are running for different callers, and its request does not say \
              (with `_meta.progressToken`) which one it belongs to",

@@ -237,7 +237,10 @@ async fn send(peer: &Peer<RoleServer>, request: McpRequest) -> Result<Value, Str
         McpRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
         _ => return Err("it is not a request this server can send a client".to_owned()),
     };
-    let answer = peer.send_request(request).await.map_err(|e| e.to_string())?;
+    let answer = peer
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(serde_json::to_value(answer).unwrap_or(Value::Null))
 }
 

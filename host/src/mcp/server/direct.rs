@@ -207,9 +207,9 @@ where
             level,
             cancelled: &cancelled,
             observer: Some(observer),
-            asker: Some(crate::asking::Asker(Arc::new(
-                super::asking::CannotAsk(ASKER),
-            ))),
+            asker: Some(crate::asking::Asker(Arc::new(super::asking::CannotAsk(
+                ASKER,
+            )))),
             input: Default::default(),
         };
         let mut answer = self.server.answer(call).await;
