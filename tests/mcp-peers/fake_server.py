@@ -22,6 +22,8 @@ Tools (each call runs in a thread of its own, so a slow call does not block the 
   image                    a text block and a 1x1 PNG image block
   structured               structuredContent with the same JSON as a text block
   failing                  an isError result
+  chatty {label, count}    two log messages, then `count` progress notifications (with the
+                           call's progressToken, its message the label), then the label back
 
 The environment variable FAKE_LOG names a file it appends events to: `started PID`,
 `grandchild PID`, `cancelled ID`.
@@ -54,6 +56,9 @@ tools = [
     {"name": "structured", "description": "Returns structured content.", "inputSchema": {"type": "object"},
      "outputSchema": {"type": "object", "properties": {"answer": {"type": "integer"}}}},
     {"name": "failing", "description": "Always fails.", "inputSchema": {"type": "object"}},
+    {"name": "chatty", "description": "Logs and reports progress.",
+     "inputSchema": {"type": "object", "properties": {"label": {"type": "string"}, "count": {"type": "integer"}},
+                     "required": ["label", "count"]}},
 ]
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
@@ -82,8 +87,23 @@ def text(t, is_error=False):
     return {"content": [{"type": "text", "text": t}], "isError": is_error}
 
 
-def call(id, name, args):
-    if name == "echo":
+def chatty(id, args, meta):
+    label, count = args["label"], int(args["count"])
+    for level in ("info", "warning"):
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": level, "logger": "fake", "data": "%s says %s" % (label, level)}})
+    token = meta.get("progressToken")
+    for done in range(1, count + 1):
+        if token is not None:
+            send({"jsonrpc": "2.0", "method": "notifications/progress",
+                  "params": {"progressToken": token, "progress": done, "total": count, "message": label}})
+    answer(id, text(label))
+
+
+def call(id, name, args, meta):
+    if name == "chatty":
+        chatty(id, args, meta)
+    elif name == "echo":
         answer(id, text(args["text"]))
     elif name == "big":
         n = int(args["bytes"])
@@ -164,7 +184,8 @@ def main():
             answer(id, {"tools": tools})
         elif method == "tools/call":
             params = message["params"]
-            threading.Thread(target=call, args=(id, params["name"], params.get("arguments") or {}),
+            threading.Thread(target=call, args=(id, params["name"], params.get("arguments") or {},
+                                                params.get("_meta") or {}),
                              daemon=True).start()
         elif method == "notifications/cancelled":
             cancelled.add(message["params"]["requestId"])

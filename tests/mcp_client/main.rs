@@ -13,6 +13,7 @@ mod host_mcp;
 mod lifecycle;
 mod local;
 mod mixed;
+mod relay;
 mod time;
 
 use std::sync::Arc;

@@ -9,6 +9,7 @@ mod abuse;
 mod cancel;
 mod http;
 mod peers;
+mod relay;
 mod served;
 mod stdio;
 

@@ -203,7 +203,7 @@ async fn the_official_conformance_suite_passes_but_for_the_baseline() {
 
 /// Runs `mcp_client.py ARGS -- host --cache-dir ... mcp SERVER_ARGS` and returns what it
 /// printed.
-async fn python_client(client_args: &[&str], server_args: &[&str]) -> Value {
+pub(super) async fn python_client(client_args: &[&str], server_args: &[&str]) -> Value {
     let peers = peers();
     let cache = target_dir().join("test-compile-cache");
     let output = tokio::process::Command::new(&peers.python)

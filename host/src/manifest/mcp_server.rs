@@ -31,6 +31,12 @@ pub struct McpServerEntry {
     pub max_result: Option<ByteSize>,
     /// Whether a failure to start it fails the whole manifest (default true).
     pub required: bool,
+    /// Whether it may ask for the model during a call (`sampling/createMessage`); off by
+    /// default, since that spends the user's model.
+    pub sampling: bool,
+    /// The directories it is told of when it asks for roots (`roots/list`), as written
+    /// (relative to the manifest); none by default.
+    pub roots: Vec<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +59,10 @@ struct RawEntry {
     max_result: Option<ByteSize>,
     #[serde(default = "yes")]
     required: bool,
+    #[serde(default)]
+    sampling: bool,
+    #[serde(default)]
+    roots: Vec<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -112,6 +122,11 @@ impl TryFrom<RawEntry> for McpServerEntry {
                 }
             }
         };
+        if raw.roots.iter().any(|root| root.as_os_str().is_empty()) {
+            return Err(
+                "`roots` has an empty path: name each directory the server may know of".to_owned(),
+            );
+        }
         Ok(Self {
             transport,
             prefix: raw.prefix,
@@ -121,6 +136,8 @@ impl TryFrom<RawEntry> for McpServerEntry {
             startup_timeout: raw.startup_timeout,
             max_result: raw.max_result,
             required: raw.required,
+            sampling: raw.sampling,
+            roots: raw.roots,
         })
     }
 }
@@ -217,6 +234,8 @@ mod tests {
         let reserved =
             entry("url = \"http://x/mcp\"\nheaders = { Mcp-Session-Id = \"1\" }\n").unwrap_err();
         assert!(reserved.contains("set by the MCP transport"), "{reserved}");
+        let empty_root = entry("command = [\"a\"]\nroots = [\"\"]\n").unwrap_err();
+        assert!(empty_root.contains("`roots`"), "{empty_root}");
         let typo = entry("command = [\"a\"]\nrequird = true\n").unwrap_err();
         assert!(typo.contains("unknown field `requird`"), "{typo}");
     }

@@ -49,6 +49,12 @@ pub struct McpServerConfig {
     /// Whether a failure to start it fails the whole load (the default), or only leaves it
     /// out with a warning.
     pub required: bool,
+    /// Whether it may ask for the model during a call (`sampling/createMessage`, passed to
+    /// the call's [`Asker`](crate::Asker)); off by default: it spends the user's model.
+    pub sampling: bool,
+    /// The directories it is told of when it asks for roots (`roots/list`), absolute; none
+    /// by default (and then the host does not offer roots at all).
+    pub roots: Vec<PathBuf>,
 }
 
 impl McpServerConfig {
@@ -90,6 +96,8 @@ impl McpServerConfig {
             max_result: limits.max_result,
             options: SourceOptions::default(),
             required: true,
+            sampling: false,
+            roots: Vec::new(),
         }
     }
 
@@ -211,6 +219,8 @@ impl McpServerConfig {
                 ..SourceOptions::default()
             },
             required: entry.required,
+            sampling: entry.sampling,
+            roots: entry.roots.iter().map(|root| base.join(root)).collect(),
         }
     }
 }

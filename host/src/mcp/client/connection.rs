@@ -1,6 +1,6 @@
 //! A connection to an MCP server: starting it (a process on stdio, or a Streamable HTTP
-//! endpoint), the handshake and first listing within the startup timeout, what the host
-//! answers the server, and what became of a server that went away.
+//! endpoint), the handshake and first listing within the startup timeout, and what became of
+//! a server that went away.
 
 use std::path::Path;
 use std::sync::{Arc, Weak};
@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use anyhow::anyhow;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ClientJsonRpcMessage, Implementation, JsonRpcMessage,
-    LoggingLevel, LoggingMessageNotificationParam, ServerJsonRpcMessage, ServerNotification, Tool,
+    ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::RunningService;
 use rmcp::transport::Transport;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use serde_json::Value;
+use rmcp::{RoleClient, ServiceExt};
 
 use super::config::McpServerConfig;
+use super::handler::{Handler, ToolsWatcher};
+use super::relay::Calls;
 use super::{http, stdio};
 use crate::manifest::mcp_server::McpTransport;
 use crate::sandbox::EnvGrant;
@@ -31,39 +31,33 @@ pub(super) fn max_answer(max_result: usize) -> usize {
     max_result.saturating_mul(4).saturating_add(64 * 1024)
 }
 
-/// Whoever keeps the server's tools: told when the server says they changed.
-pub(super) trait ToolsWatcher: Send + Sync + 'static {
-    /// The tools changed: they are stale until listed again.
-    fn mark_stale(&self);
-    /// The tools changed: list them again now.
-    fn relist(self: Arc<Self>);
-}
-
 /// A connected server.
 pub(super) struct Connection {
     pub(super) service: RunningService<RoleClient, Handler>,
     pub(super) process: Option<stdio::Process>,
 }
 
-/// Starts the server and lists its tools, within the startup timeout.
+/// Starts the server and lists its tools, within the startup timeout. What it reports and
+/// asks during a call goes to the call `calls` knows it belongs to.
 pub(super) async fn connect(
     config: &McpServerConfig,
     tools: Weak<dyn ToolsWatcher>,
+    calls: Arc<Calls>,
 ) -> anyhow::Result<(Connection, Vec<Tool>)> {
     let watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync> = {
         let tools = tools.clone();
+        let calls = calls.clone();
+        let server = config.name.clone();
         Arc::new(move |message: &ServerJsonRpcMessage| {
             if is_list_changed(message)
                 && let Some(tools) = tools.upgrade()
             {
                 tools.mark_stale();
             }
+            calls.observe(&server, message);
         })
     };
-    let handler = Handler {
-        server: config.name.clone().into(),
-        tools,
-    };
+    let handler = Handler::new(config, tools, calls);
     let limit = max_answer(config.max_result);
     match &config.transport {
         McpTransport::Stdio {
@@ -253,58 +247,6 @@ impl Connection {
             process.stop(STOP_GRACE).await;
         }
         self.service.cancellation_token().cancel();
-    }
-}
-
-/// What the host answers a server: it offers nothing (no roots, sampling or elicitation),
-/// and listens for tool changes and log messages.
-#[derive(Clone)]
-pub(super) struct Handler {
-    server: Arc<str>,
-    tools: Weak<dyn ToolsWatcher>,
-}
-
-impl ClientHandler for Handler {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
-        )
-    }
-
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        // The transport already marked the tools stale; list them now rather than at the
-        // next model turn, for whoever looks at them sooner.
-        if let Some(tools) = self.tools.upgrade() {
-            tools.mark_stale();
-            tools.relist();
-        }
-    }
-
-    async fn on_logging_message(
-        &self,
-        message: LoggingMessageNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let text = match &message.data {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        };
-        let logger = message.logger.as_deref().unwrap_or("");
-        match message.level {
-            LoggingLevel::Debug => {
-                tracing::debug!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
-            }
-            LoggingLevel::Info | LoggingLevel::Notice => {
-                tracing::info!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
-            }
-            LoggingLevel::Warning => {
-                tracing::warn!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
-            }
-            _ => {
-                tracing::error!(target: "toolhost::mcp::log", server = %self.server, logger, "{text}")
-            }
-        }
     }
 }
 

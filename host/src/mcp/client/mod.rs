@@ -45,8 +45,10 @@ mod config;
 mod connection;
 #[doc(hidden)]
 pub mod fuzzing;
+mod handler;
 mod http;
 mod lines;
+mod relay;
 pub(crate) mod result;
 mod stdio;
 
@@ -71,7 +73,8 @@ use crate::error::{CallError, LoadError};
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, ToolSource};
 use crate::spec::ToolSpec;
-use connection::{Connection, ToolsWatcher, max_answer};
+use connection::{Connection, max_answer};
+use handler::ToolsWatcher;
 
 /// The tools of one MCP server. See the [module documentation](self).
 pub struct McpServer {
@@ -90,6 +93,8 @@ struct Shared {
     /// The one restart has been used.
     restarted: AtomicBool,
     identity: RwLock<Option<ServerIdentity>>,
+    /// Its calls that are running, which get what it reports and asks meanwhile.
+    calls: Arc<relay::Calls>,
 }
 
 #[derive(Default)]
@@ -132,7 +137,7 @@ impl Shared {
     async fn connect(self: &Arc<Self>) -> anyhow::Result<(Connection, Vec<Tool>)> {
         let watcher: Arc<dyn ToolsWatcher> = self.clone();
         let (connection, tools) =
-            connection::connect(&self.config, Arc::downgrade(&watcher)).await?;
+            connection::connect(&self.config, Arc::downgrade(&watcher), self.calls.clone()).await?;
         self.remember_identity(&connection);
         Ok((connection, tools))
     }
@@ -157,6 +162,7 @@ impl McpServer {
             state: tokio::sync::Mutex::new(State::Down(String::new())),
             restarted: AtomicBool::new(false),
             identity: RwLock::new(None),
+            calls: Arc::default(),
         });
         let (connection, tools) = shared.connect().await.map_err(|source| LoadError::Source {
             origin: format!("{} ({})", shared.origin, shared.config.endpoint()),
@@ -217,11 +223,12 @@ impl ToolSource for McpServer {
         &'a self,
         tool: &'a str,
         arguments: &'a Arguments,
-        _context: &'a CallContext,
+        context: &'a CallContext,
     ) -> BoxFuture<'a, Result<ToolOutput, CallError>> {
-        // The call context (tenant, user) is the embedding application's business; it is
-        // not sent to a server that is not part of it.
-        Box::pin(self.shared.call(tool, arguments))
+        // The call context's values (tenant, user) are the embedding application's business;
+        // they are not sent to a server that is not part of it. Its observer and asker get
+        // what the server reports and asks during the call.
+        Box::pin(self.shared.call(tool, arguments, context))
     }
 
     fn generation(&self) -> u64 {
@@ -351,6 +358,7 @@ impl Shared {
         self: &Arc<Self>,
         tool: &str,
         arguments: &Arguments,
+        context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         let started = Instant::now();
         let own = self
@@ -370,8 +378,9 @@ impl Shared {
         let params = CallToolRequestParams::new(own).with_arguments(arguments.to_object());
         // Dropping the call (at the timeout, or when the caller gives up) sends the server
         // `notifications/cancelled`.
-        let call = connection.service.peer().call_tool(params);
-        let Ok(answer) = tokio::time::timeout(self.config.timeout, call).await else {
+        let peer = connection.service.peer();
+        let call = relay::call_tool(peer, &self.calls, tool, params, context);
+        let Ok((answer, reports)) = tokio::time::timeout(self.config.timeout, call).await else {
             if let Some(protocol) = connection
                 .process
                 .as_ref()
@@ -389,7 +398,11 @@ impl Shared {
             });
         };
         match answer {
-            Ok(result) => result::output(tool, result, self.config.max_result, started.elapsed()),
+            Ok(result) => {
+                let output =
+                    result::output(tool, result, self.config.max_result, started.elapsed());
+                output.map(|output| ToolOutput { reports, ..output })
+            }
             Err(error) => Err(self.failed(tool, &connection, error).await),
         }
     }

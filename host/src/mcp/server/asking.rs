@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
+use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ErrorData, InputRequest as McpRequest, InputRequiredResult, ServerRequest,
 };
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::asking::{Ask, AskError};
 use crate::content::{InputRequest, InputRequired};
 
 /// How many times a call may ask for input before it is given up on.
@@ -216,28 +218,85 @@ pub(super) async fn ask(
     let requests = allowed(asked, capabilities.as_ref())?;
     let mut answers = BTreeMap::new();
     for (key, request) in requests {
-        let request = match request {
-            McpRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
-            McpRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
-            McpRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
-            _ => {
-                return Err(ErrorData::internal_error(
-                    "the tool asked for something this server cannot ask a client",
-                    None,
-                ));
-            }
-        };
-        let answer = peer.send_request(request).await.map_err(|e| {
+        let answer = send(peer, request).await.map_err(|e| {
             ErrorData::internal_error(
                 format!("the client did not answer the tool's request: {e}"),
                 None,
             )
         })?;
-        let answer = serde_json::to_value(answer).unwrap_or(Value::Null);
         answers.insert(key, answer);
     }
     Ok(answers)
 }
+
+/// Sends `request` to the client and returns its answer, as MCP has it.
+async fn send(peer: &Peer<RoleServer>, request: McpRequest) -> Result<Value, String> {
+    let request = match request {
+        McpRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
+        McpRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
+        McpRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
+        _ => return Err("it is not a request this server can send a client".to_owned()),
+    };
+    let answer = peer
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(serde_json::to_value(answer).unwrap_or(Value::Null))
+}
+
+/// Whoever drives a call served in a session: its client, asked while the call waits (what
+/// an MCP server the manifest uses asks during one of its tools, say).
+pub(super) struct SessionAsker(pub(super) Peer<RoleServer>);
+
+impl Ask for SessionAsker {
+    fn ask<'a>(
+        &'a self,
+        _asker: &'a str,
+        request: &'a InputRequest,
+    ) -> BoxFuture<'a, Result<Value, AskError>> {
+        Box::pin(async move {
+            let capability = request.capability();
+            let declared = self
+                .0
+                .peer_info()
+                .and_then(|info| serde_json::to_value(&info.capabilities).ok())
+                .is_some_and(|c| c.get(capability).is_some());
+            if !declared {
+                return Err(AskError::Unsupported(format!(
+                    "the client of this `host mcp` session did not declare `{capability}`, \
+                     which `{}` needs",
+                    request.method
+                )));
+            }
+            let request = to_mcp(request).map_err(|e| AskError::Unsupported(e.message.into()))?;
+            send(&self.0, request)
+                .await
+                .map_err(|e| AskError::Failed(format!("the client did not answer: {e}")))
+        })
+    }
+}
+
+/// Whoever drives a call that cannot ask anyone while it runs: `why` says which call.
+pub(super) struct CannotAsk(pub(super) &'static str);
+
+impl Ask for CannotAsk {
+    fn ask<'a>(
+        &'a self,
+        _asker: &'a str,
+        request: &'a InputRequest,
+    ) -> BoxFuture<'a, Result<Value, AskError>> {
+        let why = format!(
+            "the tool's server asked for input (`{}`) that {} cannot relay",
+            request.method, self.0
+        );
+        Box::pin(std::future::ready(Err(AskError::Unsupported(why))))
+    }
+}
+
+/// What a stateless (2026-07-28) request cannot relay: the client is not there to be asked
+/// until the call has answered.
+pub(super) const STATELESS: &str =
+    "a stateless (2026-07-28) request, whose client can be asked only in its next request,";
 
 #[cfg(test)]
 mod tests {

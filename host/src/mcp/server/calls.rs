@@ -19,6 +19,7 @@ use tracing::Instrument as _;
 use super::reports::{self, Notification, Report};
 use super::{McpServer, asking, lock};
 use crate::arguments::Arguments;
+use crate::asking::{Ask, Asker};
 use crate::content::InputRequired;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
@@ -33,6 +34,7 @@ impl McpServer {
         id: &RequestId,
         meta: &RequestMetaObject,
         observer: Option<Observer>,
+        asker: Option<Asker>,
     ) -> CallContext {
         let pass_meta: &BTreeSet<String> = &host.mcp_config().pass_meta;
         let values = if pass_meta.is_empty() {
@@ -53,6 +55,7 @@ impl McpServer {
             call_id: id.to_string(),
             values,
             observer,
+            asker,
             ..CallContext::default()
         }
     }
@@ -95,7 +98,7 @@ impl McpServer {
         if served.get(name).is_none() {
             return Answer::error(unknown_tool(name, &served.catalog.names()));
         }
-        let mut context = Self::context(&host, call.id, call.meta, call.observer);
+        let mut context = Self::context(&host, call.id, call.meta, call.observer, call.asker);
         context.input_responses = call.input.responses;
         context.request_state = call.input.state;
         let started = Instant::now();
@@ -195,10 +198,23 @@ impl McpServer {
                 None => None,
             },
         };
+        // What the tool's MCP server asks while it runs goes to the client of a session; a
+        // stateless request has no client to ask until it has answered.
+        let asker: Arc<dyn Ask> = if stateless {
+            Arc::new(asking::CannotAsk(asking::STATELESS))
+        } else {
+            Arc::new(asking::SessionAsker(cx.peer.clone()))
+        };
+        let asker = Asker(asker);
         for _round in 0..asking::MAX_ROUNDS {
-            let answer = self
-                .answer_streaming(&cx, &request.name, &arguments, level, input)
-                .await;
+            let streaming = Streaming {
+                cx: &cx,
+                name: &request.name,
+                arguments: &arguments,
+                level,
+                asker: asker.clone(),
+            };
+            let answer = self.answer_streaming(streaming, input).await;
             let Some(asked) = answer.asked else {
                 return answer.result.map(Into::into);
             };
@@ -240,6 +256,8 @@ pub(super) struct ToolCall<'a> {
     pub(super) cancelled: &'a CancellationToken,
     /// Who gets the tool's progress reports and log lines.
     pub(super) observer: Option<Observer>,
+    /// Who answers what is asked while the tool runs (an MCP server's elicitation).
+    pub(super) asker: Option<Asker>,
     /// What an earlier round of the call, in which the tool asked for input, left.
     pub(super) input: Input,
 }
@@ -360,17 +378,27 @@ pub(super) struct Input {
     state: Option<String>,
 }
 
+/// A round of a `tools/call` from rmcp's handler: its request, and who answers what is asked
+/// while it runs.
+struct Streaming<'a> {
+    cx: &'a RequestContext<RoleServer>,
+    name: &'a str,
+    arguments: &'a Arguments,
+    level: Option<LoggingLevel>,
+    asker: Asker,
+}
+
 impl McpServer {
     /// Runs one round of a `tools/call` from rmcp's handler: the tool's reports go out while
     /// it runs, on the stream of its answer, and its output lines after them.
-    async fn answer_streaming(
-        &self,
-        cx: &RequestContext<RoleServer>,
-        name: &str,
-        arguments: &Arguments,
-        level: Option<LoggingLevel>,
-        input: Input,
-    ) -> Answer {
+    async fn answer_streaming(&self, streaming: Streaming<'_>, input: Input) -> Answer {
+        let Streaming {
+            cx,
+            name,
+            arguments,
+            level,
+            asker,
+        } = streaming;
         let (observer, mut reports) = reports::channel();
         let call = ToolCall {
             id: &cx.id,
@@ -380,6 +408,7 @@ impl McpServer {
             level,
             cancelled: &cx.ct,
             observer: Some(observer),
+            asker: Some(asker),
             input,
         };
         let token = cx.meta.get_progress_token();

@@ -207,6 +207,9 @@ where
             level,
             cancelled: &cancelled,
             observer: Some(observer),
+            asker: Some(crate::asking::Asker(Arc::new(super::asking::CannotAsk(
+                ASKER,
+            )))),
             input: Default::default(),
         };
         let mut answer = self.server.answer(call).await;
@@ -261,15 +264,14 @@ where
     }
 }
 
+/// Who a call on this path is to whatever asks during it: it cannot ask.
+const ASKER: &str = "a stdio call without `_meta` (send one, even empty, to be asked)";
+
 /// A tool that asks for input on this path gets an error result: the path answers a call with
 /// one line and cannot ask the client anything meanwhile.
 fn cannot_ask(tool: &str, answer: &mut Answer) {
     if let Some(asked) = answer.asked.take() {
-        let error = crate::error::CallError::input_required(
-            tool,
-            &asked,
-            "a stdio call without `_meta` (send one, even empty, to be asked)",
-        );
+        let error = crate::error::CallError::input_required(tool, &asked, ASKER);
         tracing::warn!("{error}");
         answer.result = Ok(error_result(error.model_message()));
     }

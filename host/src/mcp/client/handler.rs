@@ -1,0 +1,186 @@
+//! What the host answers an MCP server, and what it offers it: elicitation always (a
+//! server's request goes to the asker of the call that runs, see [`relay`](super::relay)),
+//! sampling only when its configuration grants it (it spends the user's model), roots only
+//! the directories its configuration lists (none by default).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult, Root,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ClientHandler, RoleClient};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::config::McpServerConfig;
+use super::relay::Calls;
+use crate::asking::AskError;
+use crate::content::InputRequest;
+
+/// Whoever keeps the server's tools: told when the server says they changed.
+pub(super) trait ToolsWatcher: Send + Sync + 'static {
+    /// The tools changed: they are stale until listed again.
+    fn mark_stale(&self);
+    /// The tools changed: list them again now.
+    fn relist(self: Arc<Self>);
+}
+
+/// The host's side of one connection to a server.
+#[derive(Clone)]
+pub(super) struct Handler {
+    server: Arc<str>,
+    tools: Weak<dyn ToolsWatcher>,
+    calls: Arc<Calls>,
+    sampling: bool,
+    roots: Arc<[PathBuf]>,
+}
+
+impl Handler {
+    pub(super) fn new(
+        config: &McpServerConfig,
+        tools: Weak<dyn ToolsWatcher>,
+        calls: Arc<Calls>,
+    ) -> Self {
+        Self {
+            server: config.name.clone().into(),
+            tools,
+            calls,
+            sampling: config.sampling,
+            roots: config.roots.clone().into(),
+        }
+    }
+
+    /// Passes the server's request `method` with `params` to the asker of the call it
+    /// belongs to, and reads its answer as a `T`.
+    async fn relay<P: Serialize, T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<T, ErrorData> {
+        let server = &self.server;
+        let target = self
+            .calls
+            .target(context.meta.get_progress_token().as_ref())
+            .map_err(|why| {
+                tracing::info!("MCP server `{server}` sent `{method}`, which is refused: {why}");
+                ErrorData::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("toolhost cannot answer `{method}`: {why}"),
+                    None,
+                )
+            })?;
+        let request = InputRequest {
+            method: method.to_owned(),
+            params: serde_json::to_value(params).unwrap_or_default(),
+        };
+        let asker = format!("MCP server `{server}` (tool `{}`)", target.tool);
+        let answer = target.asker.ask(&asker, &request).await.map_err(|error| {
+            let code = match error {
+                AskError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+                AskError::Failed(_) => ErrorCode::INTERNAL_ERROR,
+            };
+            tracing::info!("`{method}` of MCP server `{server}` got no answer: {error}");
+            ErrorData::new(code, format!("toolhost got no answer: {error}"), None)
+        })?;
+        serde_json::from_value(answer).map_err(|e| {
+            ErrorData::internal_error(
+                format!("toolhost's answer to `{method}` is not one MCP allows: {e}"),
+                None,
+            )
+        })
+    }
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = json!({ "elicitation": { "form": {} } });
+        if self.sampling {
+            capabilities["sampling"] = json!({});
+        }
+        if !self.roots.is_empty() {
+            capabilities["roots"] = json!({ "listChanged": false });
+        }
+        ClientConfig::new(
+            serde_json::from_value::<ClientCapabilities>(capabilities).unwrap_or_default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.relay("elicitation/create", &request, &context).await
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if !self.sampling {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "toolhost has no model for the sampling requests of MCP server `{}`: it may \
+                     use the user's model only when its manifest entry says `sampling = true`",
+                    self.server
+                ),
+                None,
+            ));
+        }
+        self.relay("sampling/createMessage", &params, &context)
+            .await
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        if self.roots.is_empty() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "no roots are granted to MCP server `{}`: list the directories it may know \
+                     of in its manifest entry's `roots`",
+                    self.server
+                ),
+                None,
+            ));
+        }
+        Ok(ListRootsResult::new(
+            self.roots.iter().map(|path| root(path)).collect(),
+        ))
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        // The transport already marked the tools stale; list them now rather than at the
+        // next model turn, for whoever looks at them sooner.
+        if let Some(tools) = self.tools.upgrade() {
+            tools.mark_stale();
+            tools.relist();
+        }
+    }
+    // Progress and log messages are taken as they arrive, in order, by the transport's
+    // watcher (`Calls::observe`), not here: rmcp hands notifications to the handler on tasks
+    // of their own, which may run after the call's answer.
+}
+
+/// A directory as a root: its `file://` URI, named by its last component.
+fn root(path: &Path) -> Root {
+    let uri = url::Url::from_directory_path(path).map_or_else(
+        |()| format!("file://{}", path.display()),
+        |url| url.as_str().trim_end_matches('/').to_owned(),
+    );
+    let mut root = Root::new(uri);
+    root.name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned());
+    root
+}

@@ -1,0 +1,315 @@
+//! What an MCP server sends while one of its tools runs, and whom it reaches: its progress
+//! notifications and log messages go to the call's observer (within the per-call rate bound
+//! of `sandbox::report`, like a component's reports), its requests for input to the call's
+//! asker.
+//!
+//! A server's message does not name the call it belongs to, so:
+//! - progress names the progress token the host sent with the call (each call gets its own);
+//! - a log message goes to the call when exactly one of the server's calls runs; with none
+//!   or several it is only logged by the host;
+//! - a request (`elicitation/create`, `sampling/createMessage`) goes to the call whose
+//!   progress token its `_meta` names, else to the one call that runs, else, with several, to
+//!   the asker they all share; calls of different askers (two clients of `host mcp`, say)
+//!   cannot be told apart, and the request is refused saying so.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use rmcp::{Peer, RoleClient, ServiceError};
+use serde_json::Value;
+
+use crate::asking::Asker;
+use crate::sandbox::LogLevel;
+use crate::sandbox::report::{CallReports, ReportCounts};
+use crate::source::CallContext;
+
+/// How many progress notifications that came before their call knew its token are kept.
+const EARLY_PROGRESS: usize = 16;
+
+/// The calls of one server that are running.
+#[derive(Default)]
+pub(super) struct Calls(Mutex<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    running: Vec<Entry>,
+    /// Progress whose token no call has yet: the server can answer before the call that sent
+    /// the token has learnt it from rmcp.
+    early: Vec<ProgressNotificationParam>,
+    next: u64,
+}
+
+struct Entry {
+    id: u64,
+    token: Option<ProgressToken>,
+    call: Arc<Running>,
+}
+
+/// One running call: where its reports go, and who answers for it.
+struct Running {
+    tool: String,
+    reports: Mutex<CallReports>,
+    asker: Option<Asker>,
+}
+
+/// Whom a server's request for input goes to.
+pub(super) struct Target {
+    /// The tool that runs (as the host offers it).
+    pub(super) tool: String,
+    pub(super) asker: Asker,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Calls {
+    /// A call of `tool` starts: its reports go to `context`'s observer.
+    fn begin(self: &Arc<Self>, tool: &str, context: &CallContext) -> Registered {
+        let mut inner = lock(&self.0);
+        inner.next += 1;
+        let id = inner.next;
+        inner.running.push(Entry {
+            id,
+            token: None,
+            call: Arc::new(Running {
+                tool: tool.to_owned(),
+                reports: Mutex::new(CallReports::new(tool, context.observer.clone())),
+                asker: context.asker.clone(),
+            }),
+        });
+        Registered {
+            calls: self.clone(),
+            id,
+        }
+    }
+
+    /// Passes on what `message` reports, if it is a progress notification or a log message
+    /// (seen as it arrives, before rmcp gets it: in order, and before the answer that
+    /// follows it ends the call).
+    pub(super) fn observe(&self, server: &str, message: &ServerJsonRpcMessage) {
+        let JsonRpcMessage::Notification(notification) = message else {
+            return;
+        };
+        match &notification.notification {
+            ServerNotification::ProgressNotification(progress) => {
+                self.progress(progress.params.clone());
+            }
+            ServerNotification::LoggingMessageNotification(log) => self.log(server, &log.params),
+            _ => {}
+        }
+    }
+
+    fn progress(&self, progress: ProgressNotificationParam) {
+        let mut inner = lock(&self.0);
+        let token = &progress.progress_token;
+        match inner
+            .running
+            .iter()
+            .find(|e| e.token.as_ref() == Some(token))
+        {
+            Some(entry) => report(&entry.call, progress),
+            None if inner.running.iter().any(|e| e.token.is_none()) => {
+                if inner.early.len() < EARLY_PROGRESS {
+                    inner.early.push(progress);
+                }
+            }
+            None => tracing::debug!("an MCP server reported progress for no running call"),
+        }
+    }
+
+    fn log(&self, server: &str, message: &LoggingMessageNotificationParam) {
+        let text = match &message.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let level = match message.level {
+            LoggingLevel::Debug => LogLevel::Debug,
+            LoggingLevel::Info => LogLevel::Info,
+            LoggingLevel::Notice => LogLevel::Notice,
+            LoggingLevel::Warning => LogLevel::Warning,
+            _ => LogLevel::Error,
+        };
+        let only = match &lock(&self.0).running[..] {
+            [only] => Some(only.call.clone()),
+            _ => None,
+        };
+        match only {
+            Some(call) => lock(&call.reports).log(level, text),
+            None => {
+                let logger = message.logger.as_deref().unwrap_or("");
+                match level {
+                    LogLevel::Debug => {
+                        tracing::debug!(target: "toolhost::mcp::log", server, logger, "{text}")
+                    }
+                    LogLevel::Info | LogLevel::Notice => {
+                        tracing::info!(target: "toolhost::mcp::log", server, logger, "{text}")
+                    }
+                    LogLevel::Warning => {
+                        tracing::warn!(target: "toolhost::mcp::log", server, logger, "{text}")
+                    }
+                    LogLevel::Error => {
+                        tracing::error!(target: "toolhost::mcp::log", server, logger, "{text}")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whom a request for input the server sent with `token` in its `_meta` (if any) goes
+    /// to; the error says why nobody can answer it.
+    pub(super) fn target(&self, token: Option<&ProgressToken>) -> Result<Target, String> {
+        let inner = lock(&self.0);
+        let named = token.and_then(|token| {
+            inner
+                .running
+                .iter()
+                .find(|e| e.token.as_ref() == Some(token))
+        });
+        let call = match (named, &inner.running[..]) {
+            (Some(entry), _) | (None, [entry]) => entry.call.clone(),
+            (None, []) => {
+                return Err(
+                    "it asked while none of its tools was running; the host relays only \
+                            what a server asks during a call"
+                        .to_owned(),
+                );
+            }
+            (None, several) => return shared_asker(several),
+        };
+        match &call.asker {
+            Some(asker) => Ok(Target {
+                tool: call.tool.clone(),
+                asker: asker.clone(),
+            }),
+            None => Err(format!(
+                "the call of `{}` has nobody to ask (it was made without an asker: by `host \
+                 call`, a run without a terminal, or an application that passed none)",
+                call.tool
+            )),
+        }
+    }
+}
+
+/// The asker all of `several` running calls share, if they share one.
+fn shared_asker(several: &[Entry]) -> Result<Target, String> {
+    let first = &several[0].call;
+    match &first.asker {
+        Some(asker) if several.iter().all(|e| e.call.asker.as_ref() == Some(asker)) => Ok(Target {
+            tool: first.tool.clone(),
+            asker: asker.clone(),
+        }),
+        _ => Err(format!(
+            "{} of its calls are running for different callers, and its request does not say \
+             (with `_meta.progressToken`) which one it belongs to",
+            several.len()
+        )),
+    }
+}
+
+fn report(call: &Running, progress: ProgressNotificationParam) {
+    lock(&call.reports).progress(progress.progress, progress.total, progress.message);
+}
+
+/// A call as [`Calls`] knows it, until it is dropped.
+struct Registered {
+    calls: Arc<Calls>,
+    id: u64,
+}
+
+impl Registered {
+    /// The call was sent with `token`: progress that came for it early is passed on now.
+    fn sent(&self, token: ProgressToken) {
+        let mut inner = lock(&self.calls.0);
+        let inner = &mut *inner;
+        let Some(entry) = inner.running.iter_mut().find(|e| e.id == self.id) else {
+            return;
+        };
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut inner.early)
+            .into_iter()
+            .partition(|p| p.progress_token == token);
+        inner.early = others;
+        entry.token = Some(token);
+        for progress in mine {
+            report(&entry.call, progress);
+        }
+    }
+
+    /// The call ended: passes on the progress the rate bound held back.
+    fn finish(&self) -> ReportCounts {
+        let inner = lock(&self.calls.0);
+        inner
+            .running
+            .iter()
+            .find(|e| e.id == self.id)
+            .map(|entry| lock(&entry.call.reports).finish())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut inner = lock(&self.calls.0);
+        inner.running.retain(|e| e.id != self.id);
+        if inner.running.iter().all(|e| e.token.is_some()) {
+            inner.early.clear();
+        }
+    }
+}
+
+/// Sends `params` as a `tools/call` and waits for its result, while what the server reports
+/// and asks goes to `context`'s observer and asker. Dropping it (at the timeout, or when the
+/// caller gives up) sends the server `notifications/cancelled`.
+pub(super) async fn call_tool(
+    peer: &Peer<RoleClient>,
+    calls: &Arc<Calls>,
+    tool: &str,
+    params: CallToolRequestParams,
+    context: &CallContext,
+) -> (Result<CallToolResult, ServiceError>, ReportCounts) {
+    let call = calls.begin(tool, context);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    let handle = match peer
+        .send_request_with_option(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(error) => return (Err(error), call.finish()),
+    };
+    call.sent(handle.progress_token.clone());
+    let mut cancel = CancelOnDrop(Some((peer.clone(), handle.id.clone())));
+    let answer = handle.await_response().await;
+    cancel.0 = None;
+    let result = match answer {
+        Ok(ServerResult::CallToolResult(result)) => Ok(result),
+        // A server may answer a tool that returns nothing with an empty result.
+        Ok(ServerResult::EmptyResult(_)) => Ok(CallToolResult::default()),
+        Ok(_) => Err(ServiceError::UnexpectedResponse),
+        Err(error) => Err(error),
+    };
+    (result, call.finish())
+}
+
+/// Tells the server a call was given up on, unless disarmed.
+struct CancelOnDrop(Option<(Peer<RoleClient>, rmcp::model::RequestId)>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let reason = "the host gave up on the call".to_owned();
+            let param = CancelledNotificationParam::new(Some(id), Some(reason));
+            runtime.spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
