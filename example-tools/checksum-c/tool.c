@@ -375,6 +375,8 @@ static buffer file_uri(const buffer *path) {
 static void answer(outcome *out, wit_result *ret) {
     ret->tag = EXPORTS_TOOLHOST_TOOL_TOOLS_OUTCOME_COMPLETE;
     exports_toolhost_tool_tools_tool_result_t *result = &ret->val.complete;
+    // `ret` is the generated code's uninitialized local: set every field.
+    *result = (exports_toolhost_tool_tools_tool_result_t){0};
     if (out->file.length > 0 && out->file.data[0] == '/') {
         content *parts = calloc(2, sizeof *parts);
         if (!parts) abort();

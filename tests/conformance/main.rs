@@ -273,10 +273,17 @@ fn parts_problems(case: &Case, output: &toolhost::ToolOutput) -> Vec<String> {
         let kinds: Vec<String> = output
             .content
             .iter()
-            .map(|part| serde_json::to_value(part).unwrap()["type"].to_string().replace('"', ""))
+            .map(|part| {
+                serde_json::to_value(part).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
             .collect();
         if &kinds != expected {
-            problems.push(format!("the result's parts are {kinds:?}, not {expected:?}"));
+            problems.push(format!(
+                "the result's parts are {kinds:?}, not {expected:?}"
+            ));
         }
     }
     if case.progress && output.reports.progress == 0 {
