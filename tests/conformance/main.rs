@@ -263,9 +263,12 @@ fn parts_problems(case: &Case, output: &toolhost::ToolOutput) -> Vec<String> {
     for (field, expected) in case.structured.iter().flat_map(|s| s.as_object()).flatten() {
         let got = output.structured.as_ref().and_then(|s| s.get(field));
         if got != Some(expected) {
+            let got = output
+                .structured
+                .as_ref()
+                .map_or("none".into(), Value::to_string);
             problems.push(format!(
-                "structured content {:?} has not `{field}`: {expected}",
-                output.structured
+                "its structured content {got} has no `{field}` of {expected}"
             ));
         }
     }
