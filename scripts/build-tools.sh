@@ -2,7 +2,8 @@
 # Builds every example tool into example-tools/dist/<directory>.wasm:
 #   - the Rust tools, members of the example-tools cargo workspace, with one `cargo build`;
 #   - every other directory of example-tools/ that has a build.sh (Python, JavaScript, C, Go),
-#     with `build.sh OUT.wasm`.
+#     with `build.sh OUT.wasm`;
+#   - and checksum-c once more, against tool contract 0.1, into dist/checksum-c-0.1.wasm.
 # Tool directories are discovered, not listed: a new directory with a Cargo.toml (added to the
 # workspace) or a build.sh is built too. Prints one line per component, with its size.
 #
@@ -47,3 +48,9 @@ for script in "$tools"/*/build.sh; do
   "$script" "$dist/$name.wasm"
   built "$name/build.sh, $((SECONDS - start)) s" "$dist/$name.wasm"
 done
+
+# One example built for tool contract 0.1 as well (wit/0.1.0): the host still loads such
+# components, and tests/components proves it with this one.
+log "building checksum-c for contract 0.1"
+"$tools/checksum-c/build.sh" "$dist/checksum-c-0.1.wasm" --contract 0.1
+built "checksum-c/build.sh --contract 0.1" "$dist/checksum-c-0.1.wasm"

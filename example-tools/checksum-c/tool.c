@@ -1,6 +1,9 @@
 // Checksum tools for a language model, in C: SHA-256 and CRC-32 of a text or of a file under
 // /data. Implements the WIT interface `toolhost:tool/tools` through the bindings that
-// `xtask bindgen c` generates (toolbox.h); see build.sh.
+// `xtask bindgen c` generates (toolbox.h); see build.sh. Built for tool contract 0.2
+// (wit/tool.wit): a result is structured content that fits the tools' output schema, and
+// checksum_file's links to the file it read. Built with -DTOOLHOST_CONTRACT_0_1 against
+// wit/0.1.0, the same tools answer with one text, as components made before 0.2 do.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,12 +87,13 @@ typedef struct {
     bool ok;
     uint8_t error_kind;  // EXPORTS_TOOLHOST_TOOL_TOOLS_TOOL_ERROR_*
     buffer text;         // the result, or the error message
+    buffer file;         // the file the result is about, if any
 } outcome;
 
-static outcome success(buffer text) { return (outcome){true, 0, text}; }
+static outcome success(buffer text) { return (outcome){true, 0, text, {0}}; }
 
 static outcome failure(uint8_t kind, const char *format, ...) {
-    outcome out = {false, kind, {0}};
+    outcome out = {false, kind, {0}, {0}};
     char message[512];
     va_list args;
     va_start(args, format);
@@ -201,7 +205,9 @@ static outcome run_checksum_file(const json_object *args) {
     } else {
         crc32_digest(crc, digest);
     }
-    return success(result_json(algorithm->string, digest, sha ? 32 : 4, total, path));
+    outcome out = success(result_json(algorithm->string, digest, sha ? 32 : 4, total, path));
+    append(&out.file, path->string, path->length);
+    return out;
 }
 
 // One argument: its name and whether a call must give it. All arguments here are strings.
@@ -212,6 +218,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    const char *title;
     const char *description;
     const char *input_schema;
     const char *example;  // a call, for the messages about bad arguments
@@ -229,15 +236,15 @@ static const argument FILE_ARGUMENTS[] = {{"path", true}, {"algorithm", true}, {
     "newlines).\"}},\"required\":[\"text\"],\"additionalProperties\":false}"
 
 static const tool TOOLS[] = {
-    {"sha256",
+    {"sha256", "SHA-256 of a text",
      "Computes the SHA-256 hash of a text (its UTF-8 bytes) and returns it as 64 lowercase hex "
      "digits. Use it to fingerprint text or to compare against a published hash.",
      TEXT_SCHEMA("hash"), "{\"text\": \"hello\"}", TEXT_ARGUMENTS, false, run_sha256},
-    {"crc32",
+    {"crc32", "CRC-32 of a text",
      "Computes the CRC-32 checksum (IEEE, as in zip, gzip and PNG) of a text (its UTF-8 bytes) "
      "and returns it as 8 lowercase hex digits.",
      TEXT_SCHEMA("checksum"), "{\"text\": \"hello\"}", TEXT_ARGUMENTS, false, run_crc32},
-    {"checksum_file",
+    {"checksum_file", "Checksum of a file",
      "Computes the SHA-256 or CRC-32 checksum of a file under /data, "
      "to verify a download or check whether two files are the same.",
      "{\"type\":\"object\",\"properties\":{"
@@ -275,7 +282,7 @@ static outcome check_arguments(const tool *t, const json_object *args) {
                            a->name, t->name, t->example);
         }
     }
-    return (outcome){true, 0, {0}};
+    return (outcome){true, 0, {0}, {0}};
 }
 
 static outcome run(const char *name, size_t name_length, const char *text, size_t length) {
@@ -304,6 +311,92 @@ static outcome run(const char *name, size_t name_length, const char *text, size_
 // The WIT exports. Everything returned is heap memory: the generated post-return functions free
 // it once the host has copied it.
 
+static toolbox_string_t taken(buffer *b) { return (toolbox_string_t){(uint8_t *)b->data, b->length}; }
+
+#ifdef TOOLHOST_CONTRACT_0_1
+typedef toolbox_string_t wit_result;
+
+// A 0.1 spec has no title, annotations or output schema.
+static void describe_more(tool_spec *spec, const tool *t) {
+    (void)t;
+    spec->output_schema.is_some = false;
+}
+
+// A 0.1 result is its text alone.
+static void answer(outcome *out, wit_result *ret) { *ret = taken(&out->text); }
+#else
+typedef exports_toolhost_tool_tools_outcome_t wit_result;
+typedef exports_toolhost_tool_tools_content_t content;
+
+// What every tool returns: the host checks each result's structured content against it.
+static const char OUTPUT_SCHEMA[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"algorithm\":{\"type\":\"string\",\"enum\":[\"sha256\",\"crc32\"],\"description\":"
+    "\"The algorithm used.\"},"
+    "\"checksum\":{\"type\":\"string\",\"pattern\":\"^[0-9a-f]+$\",\"description\":"
+    "\"The checksum, in lowercase hex digits.\"},"
+    "\"bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"How many bytes were read.\"},"
+    "\"path\":{\"type\":\"string\",\"description\":\"The file, for checksum_file.\"}},"
+    "\"required\":[\"algorithm\",\"checksum\",\"bytes\"],\"additionalProperties\":false}";
+
+#define SAYS(value) ((toolbox_option_bool_t){true, value})
+
+// A title for people, the output schema, and hints for clients: the tools read what they are
+// given, change nothing, and give the same answer every time.
+static void describe_more(tool_spec *spec, const tool *t) {
+    spec->title.is_some = true;
+    toolbox_string_dup(&spec->title.val, t->title);
+    spec->output_schema.is_some = true;
+    toolbox_string_dup(&spec->output_schema.val, OUTPUT_SCHEMA);
+    spec->annotations.read_only = SAYS(true);
+    spec->annotations.destructive = SAYS(false);
+    spec->annotations.idempotent = SAYS(true);
+    spec->annotations.open_world = SAYS(false);
+}
+
+// `path` as a file:// URI: bytes other than letters, digits, `/-._~` percent-encoded.
+static buffer file_uri(const buffer *path) {
+    buffer uri = {0};
+    append(&uri, "file://", 7);
+    for (size_t i = 0; i < path->length; i++) {
+        unsigned char c = (unsigned char)path->data[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            strchr("/-._~", c)) {
+            append(&uri, (const char *)&c, 1);
+        } else {
+            appendf(&uri, "%%%02X", c);
+        }
+    }
+    return uri;
+}
+
+// A 0.2 result: the JSON as structured content (the host gives it to the model as text); a
+// checksum of a file also has the JSON as text and a link to the file, which a client can open.
+static void answer(outcome *out, wit_result *ret) {
+    ret->tag = EXPORTS_TOOLHOST_TOOL_TOOLS_OUTCOME_COMPLETE;
+    exports_toolhost_tool_tools_tool_result_t *result = &ret->val.complete;
+    // `ret` is the generated code's uninitialized local: set every field.
+    *result = (exports_toolhost_tool_tools_tool_result_t){0};
+    if (out->file.length > 0 && out->file.data[0] == '/') {
+        content *parts = calloc(2, sizeof *parts);
+        if (!parts) abort();
+        parts[0].tag = EXPORTS_TOOLHOST_TOOL_TOOLS_CONTENT_TEXT;
+        toolbox_string_dup_n(&parts[0].val.text, out->text.data, out->text.length);
+        parts[1].tag = EXPORTS_TOOLHOST_TOOL_TOOLS_CONTENT_RESOURCE_LINK;
+        exports_toolhost_tool_tools_resource_link_t *link = &parts[1].val.resource_link;
+        buffer uri = file_uri(&out->file);
+        link->uri = taken(&uri);
+        const char *name = strrchr(out->file.data, '/') + 1;
+        toolbox_string_dup(&link->name, *name ? name : out->file.data);
+        link->description.is_some = true;
+        toolbox_string_dup(&link->description.val, "The file checksummed");
+        result->content = (exports_toolhost_tool_tools_list_content_t){parts, 2};
+    }
+    result->structured.is_some = true;
+    result->structured.val = taken(&out->text);
+}
+#endif
+
 void exports_toolhost_tool_tools_describe(exports_toolhost_tool_tools_list_tool_spec_t *ret) {
     ret->len = TOOL_COUNT;
     ret->ptr = calloc(TOOL_COUNT, sizeof(tool_spec));
@@ -313,7 +406,7 @@ void exports_toolhost_tool_tools_describe(exports_toolhost_tool_tools_list_tool_
         toolbox_string_dup(&spec->name, TOOLS[i].name);
         toolbox_string_dup(&spec->description, TOOLS[i].description);
         toolbox_string_dup(&spec->input_schema, TOOLS[i].input_schema);
-        spec->output_schema.is_some = false;
+        describe_more(spec, &TOOLS[i]);
         if (TOOLS[i].reads_data) {
             capability_request *request = calloc(1, sizeof *request);
             if (!request) abort();
@@ -328,20 +421,20 @@ void exports_toolhost_tool_tools_describe(exports_toolhost_tool_tools_list_tool_
 
 bool exports_toolhost_tool_tools_call(toolbox_string_t *name, toolbox_string_t *arguments,
                                       exports_toolhost_tool_tools_call_context_t *context,
-                                      toolbox_string_t *ret, tool_error *err) {
+                                      wit_result *ret, tool_error *err) {
     outcome out = run((const char *)name->ptr, name->len, (const char *)arguments->ptr,
                       arguments->len);
     // The arguments belong to this function now.
     toolbox_string_free(name);
     toolbox_string_free(arguments);
     exports_toolhost_tool_tools_call_context_free(context);
-    toolbox_string_t text = {(uint8_t *)out.text.data, out.text.length};
     if (out.ok) {
-        *ret = text;
+        answer(&out, ret);
     } else {
         err->tag = out.error_kind;
         // Both cases of tool-error carry a string at the same place.
-        err->val.failed = text;
+        err->val.failed = taken(&out.text);
     }
+    free(out.file.data);
     return out.ok;
 }

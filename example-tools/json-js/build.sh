@@ -17,4 +17,4 @@ componentize=$toolchains/node/node_modules/.bin/componentize-js
 mkdir -p "$(dirname "$out")"
 cd "$here"
 # The world exports no HTTP handler: `fetch-event` (incoming requests) is of no use here.
-"$componentize" tool.js --wit "$repo/wit/0.1.0" --world-name toolbox --disable fetch-event --out "$out"
+"$componentize" tool.js --wit "$repo/wit" --world-name toolbox --disable fetch-event --out "$out"

@@ -1,6 +1,8 @@
-// JSON tools for a language model, as a WebAssembly component built with componentize-js.
-// The tools are in jsontools.js; this module exports the WIT interface `toolhost:tool/tools`:
-// it describes the tools, checks their arguments and maps errors onto `tool-error`.
+// JSON tools for a language model, as a WebAssembly component built with componentize-js
+// (tool contract 0.2, wit/tool.wit). The tools are in jsontools.js; this module exports the WIT
+// interface `toolhost:tool/tools`: it describes the tools, checks their arguments, maps errors
+// onto `tool-error`, and gives each result its parts: the text the model reads, structured
+// content for the tools that declare an output schema, a link to what fetch_json read.
 
 import {
   Failed,
@@ -35,15 +37,28 @@ function schema(required, properties) {
   return { type: "object", properties, required, additionalProperties: false };
 }
 
+/** What the tools that only compute from their arguments say about themselves (MCP's hints). */
+const PURE = { readOnly: true, destructive: false, idempotent: true, openWorld: false };
+
 const TOOLS = {
   json_query: {
+    title: "Query JSON",
+    annotations: PURE,
     description:
       "Gets one value from a JSON document by its path: a field of an object, an item of an " +
       "array (items[0].name, items[*].price). Use it to read a value exactly instead of by eye.",
     input: schema(["json", "path"], { json: JSON_DOCUMENT, path: PATH }),
     run: ({ json, path }) => query(document(json), path),
+    // A client gets the value with the path it was found at; the model reads the value alone.
+    output: schema(["path", "value"], {
+      path: { type: "string", description: "The path asked for." },
+      value: { description: "The value at that path: any JSON value (an array for items[*])." },
+    }),
+    structure: ({ path }, value) => ({ path, value }),
   },
   json_transform: {
+    title: "Reshape JSON rows",
+    annotations: PURE,
     description:
       "Reshapes a JSON array of objects (the rows of a table): keeps only some fields, renames " +
       "fields, sorts by a field and keeps the first rows. Returns the new array.",
@@ -71,8 +86,15 @@ const TOOLS = {
     }),
     run: ({ json, pick, rename, sort_by: sortBy, descending, limit }) =>
       transform(document(json), { pick, rename, sortBy, descending, limit }),
+    output: schema(["rows", "count"], {
+      rows: { type: "array", items: { type: "object" }, description: "The rows, reshaped." },
+      count: { type: "integer", description: "How many rows there are." },
+    }),
+    structure: (_, rows) => ({ rows, count: rows.length }),
   },
   fetch_json: {
+    title: "Fetch JSON",
+    annotations: { readOnly: true, destructive: false, openWorld: true },
     description:
       "Fetches a JSON document from a URL over HTTP(S) and returns it, or only the value at a " +
       "path in it. Only hosts the user granted to this tool can be reached.",
@@ -82,8 +104,22 @@ const TOOLS = {
     }),
     capabilities: [{ capability: { tag: "http", val: API_HOST }, reason: "the JSON API to read from" }],
     run: ({ url, path }) => fetchJson(url, path),
+    // Where the value came from, as a link a client can open or fetch again itself.
+    links: ({ url }) => [
+      {
+        tag: "resource-link",
+        val: {
+          uri: new URL(url).href,
+          name: new URL(url).pathname.split("/").pop() || new URL(url).host,
+          description: "The JSON document the value was read from.",
+          mimeType: "application/json",
+        },
+      },
+    ],
   },
   isolation_check: {
+    title: "Isolation check",
+    annotations: {},
     description:
       "A check for the host, not a JSON tool: leaves a marker in this component's memory " +
       "(globals, prototypes, caches) and lists the markers earlier calls left there. Always an " +
@@ -173,9 +209,11 @@ export const tools = {
   describe() {
     return Object.entries(TOOLS).map(([name, tool]) => ({
       name,
+      title: tool.title,
       description: tool.description,
       inputSchema: JSON.stringify(tool.input),
-      outputSchema: undefined,
+      outputSchema: tool.output && JSON.stringify(tool.output),
+      annotations: tool.annotations,
       capabilities: tool.capabilities ?? [],
     }));
   },
@@ -186,8 +224,12 @@ export const tools = {
       if (!tool) {
         throw new InvalidArguments(`there is no tool \`${name}\`; this component offers ${Object.keys(TOOLS).join(", ")}`);
       }
-      const result = await tool.run(parseArguments(name, argumentsText, tool.input));
-      return JSON.stringify(result ?? null);
+      const args = parseArguments(name, argumentsText, tool.input);
+      const value = (await tool.run(args)) ?? null;
+      // WIT `outcome::complete(tool-result)`: variants are { tag, val }, options undefined.
+      const content = [{ tag: "text", val: JSON.stringify(value) }, ...(tool.links?.(args) ?? [])];
+      const structured = tool.structure && JSON.stringify(tool.structure(args, value));
+      return { tag: "complete", val: { content, structured } };
     } catch (error) {
       if (error instanceof InvalidArguments) {
         // The checks above say what to send; the tools' own messages get an example call.

@@ -1,20 +1,44 @@
 """Text tools for a language model: regular expressions and text statistics, as a WebAssembly
-component built with componentize-py. The tools are in `textkit.py`; this module describes them
-to the host, checks their arguments and maps errors onto the WIT `tool-error`."""
+component built with componentize-py (tool contract 0.2, `wit/tool.wit`). The tools are in
+`textkit.py`; this module describes them to the host, checks their arguments, maps errors onto
+the WIT `tool-error` and hands the tools' progress reports and log lines to the host."""
 
+import functools
 import json
 
 import textkit
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.exports.tools import (
+    Annotations,
     CallContext,
     Capability_ReadDir,
     CapabilityRequest,
+    Content_Text,
+    Outcome,
+    Outcome_Complete,
     ToolError_Failed,
     ToolError_InvalidArguments,
+    ToolResult,
     ToolSpec,
 )
+from wit_world.imports import report
+
+
+class HostReport:
+    """textkit's reports, to the host: progress to a client's progress bar, log lines to
+    whoever watches the call. The host passes them on at a bounded rate."""
+
+    def progress(self, done, total, message):
+        report.progress(float(done), float(total), message)
+
+    def log(self, message):
+        report.log(report.Level.INFO, message)
+
+
+HOST = HostReport()
+# Every tool here only reads what it is given: it changes nothing and reaches no one.
+READ_ONLY = Annotations(read_only=True, destructive=False, idempotent=True, open_world=False)
 
 IGNORE_CASE = {
     "type": "boolean",
@@ -48,6 +72,14 @@ STATS = {
         },
     },
 }
+FILE_STATS = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The file measured."},
+        "bytes": {"type": "integer", "description": "Its size."},
+        **STATS["properties"],
+    },
+}
 
 
 def schema(required, **properties):
@@ -59,10 +91,11 @@ def schema(required, **properties):
     }
 
 
-# name -> (description, input schema, output schema, capability requests, function)
+# name -> (title, description, input schema, output schema, capability requests, function)
 # (EXAMPLES below holds a call of each, for the messages about bad arguments.)
 TOOLS = {
     "regex_find_all": (
+        "Find all regex matches",
         "Finds every match of a Python regular expression in a text and returns each match with "
         "its start and end offsets and its capture groups. Use it to extract things such as "
         "dates, e-mail addresses, numbers or identifiers from text exactly.",
@@ -87,6 +120,7 @@ TOOLS = {
         textkit.regex_find_all,
     ),
     "regex_replace": (
+        "Regex replace",
         "Replaces every match of a Python regular expression in a text and returns the new text "
         "and the number of replacements. The replacement may refer to groups as \\1 or \\g<name>.",
         schema(
@@ -108,6 +142,7 @@ TOOLS = {
         textkit.regex_replace,
     ),
     "text_stats": (
+        "Text statistics",
         "Counts the characters, words, distinct words, lines and sentences of a text and lists "
         "its most frequent words. Use it instead of counting by eye.",
         schema(
@@ -117,9 +152,10 @@ TOOLS = {
         ),
         STATS,
         [],
-        textkit.text_stats,
+        functools.partial(textkit.text_stats, report=HOST),
     ),
     "file_text_stats": (
+        "Text file statistics",
         "Counts the characters, words, distinct words, lines and sentences of a UTF-8 text file "
         "under /data (at most 1 MiB), such as /data/notes.txt, and lists its most frequent words.",
         schema(
@@ -130,11 +166,12 @@ TOOLS = {
             },
             top=TOP,
         ),
-        None,
+        FILE_STATS,
         [CapabilityRequest(Capability_ReadDir("/data"), "the text files to measure")],
-        textkit.file_text_stats,
+        functools.partial(textkit.file_text_stats, report=HOST),
     ),
     "isolation_check": (
+        "Isolation check",
         "A check for the host, not a text tool: leaves a marker in this component's memory "
         "(globals, modules, caches) and lists the markers earlier calls left there. Always an "
         "empty list when every call runs in a fresh instance.",
@@ -228,18 +265,22 @@ class Tools(exports.Tools):
         return [
             ToolSpec(
                 name=name,
+                title=title,
                 description=description,
                 input_schema=json.dumps(input_schema),
                 output_schema=json.dumps(output_schema) if output_schema else None,
+                annotations=READ_ONLY,
                 capabilities=capabilities,
             )
-            for name, (description, input_schema, output_schema, capabilities, _) in TOOLS.items()
+            for name, (title, description, input_schema, output_schema, capabilities, _) in (
+                TOOLS.items()
+            )
         ]
 
-    def call(self, name: str, arguments: str, context: CallContext) -> str:
+    def call(self, name: str, arguments: str, context: CallContext) -> Outcome:
         if name not in TOOLS:
             raise invalid(f"there is no tool `{name}`; this component offers {', '.join(TOOLS)}")
-        _, input_schema, _, _, function = TOOLS[name]
+        _, _, input_schema, output_schema, _, function = TOOLS[name]
         kwargs = parse_arguments(name, arguments, input_schema)
         try:
             result = function(**kwargs)
@@ -249,4 +290,8 @@ class Tools(exports.Tools):
             raise Err(ToolError_Failed(str(error))) from None
         except Exception as error:  # a bug: say so rather than trap
             raise Err(ToolError_Failed(f"{name} failed unexpectedly: {error!r}")) from None
-        return json.dumps(result, ensure_ascii=False)
+        text = json.dumps(result, ensure_ascii=False)
+        # The model reads the text; a tool with an output schema gives the same JSON as
+        # structured content, which the host checks against the schema.
+        structured = text if output_schema else None
+        return Outcome_Complete(ToolResult(content=[Content_Text(text)], structured=structured))

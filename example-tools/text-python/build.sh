@@ -16,5 +16,5 @@ toolchains=${TOOLHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}/toolchain
 mkdir -p "$(dirname "$out")"
 cd "$here"
 # An active virtualenv's site-packages would be searched too; only this directory should be.
-env -u VIRTUAL_ENV "$toolchains/venv/bin/componentize-py" --quiet --wit-path "$repo/wit/0.1.0" \
+env -u VIRTUAL_ENV "$toolchains/venv/bin/componentize-py" --quiet --wit-path "$repo/wit" \
   --world toolbox componentize app --python-path "$here" --output "$out"

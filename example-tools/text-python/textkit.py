@@ -120,23 +120,64 @@ def regex_replace(pattern, replacement, text, ignore_case=False):
     return answer
 
 
-def text_stats(text, top=10):
-    """Counts of characters, words, lines and sentences, and the most frequent words."""
-    words = [word.lower() for word in WORD.findall(text)]
-    counts = Counter(words)
+class Quiet:
+    """Where the tools report how far they have come when nothing watches them (natively).
+    `app.py` passes its own, which hands the reports to the host."""
+
+    def progress(self, done, total, message):
+        pass
+
+    def log(self, message):
+        pass
+
+
+QUIET = Quiet()
+
+# About this many characters are counted between two progress reports.
+STEP = 64 * 1024
+
+
+def chunks(text):
+    """`text` in pieces of about STEP characters that end at line ends, so that no word,
+    sentence end or line break is cut in two."""
+    piece, size = [], 0
+    for line in text.splitlines(keepends=True):
+        piece.append(line)
+        size += len(line)
+        if size >= STEP:
+            yield "".join(piece)
+            piece, size = [], 0
+    if piece:
+        yield "".join(piece)
+
+
+def text_stats(text, top=10, report=QUIET):
+    """Counts of characters, words, lines and sentences, and the most frequent words; reports
+    progress (characters counted of all) as it works through a large text."""
+    counts = Counter()
+    words = letters = lines = sentences = done = 0
+    for piece in chunks(text):
+        found = [word.lower() for word in WORD.findall(piece)]
+        counts.update(found)
+        words += len(found)
+        letters += sum(map(len, found))
+        lines += len(piece.splitlines())
+        sentences += len(SENTENCE_END.findall(piece))
+        done += len(piece)
+        report.progress(done, len(text), f"{words} words counted")
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return {
         "characters": len(text),
-        "words": len(words),
+        "words": words,
         "unique_words": len(counts),
-        "lines": len(text.splitlines()),
-        "sentences": len(SENTENCE_END.findall(text)),
-        "average_word_length": round(sum(map(len, words)) / len(words), 2) if words else 0,
+        "lines": lines,
+        "sentences": sentences,
+        "average_word_length": round(letters / words, 2) if words else 0,
         "top_words": [{"word": word, "count": count} for word, count in ranked[:top]],
     }
 
 
-def file_text_stats(path, top=10):
+def file_text_stats(path, top=10, report=QUIET):
     """`text_stats` of a UTF-8 text file."""
     if os.path.isdir(path):
         raise Failed(f"`{path}` is a directory, not a file")
@@ -154,8 +195,8 @@ def file_text_stats(path, top=10):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise Failed(f"`{path}` is not UTF-8 text") from None
-    return {"path": path, "bytes": len(data), **text_stats(text, top)}
-
+    report.log(f"read {len(data)} bytes from {path}")
+    return {"path": path, "bytes": len(data), **text_stats(text, top, report)}
 
 
 # Markers of earlier `isolation_check` calls in this interpreter, if it served any.

@@ -22,7 +22,7 @@ PATH=$("$go" env GOROOT)/bin:$PATH
 xtask() { (cd "$repo" && cargo run -q -p xtask -- "$@"); }
 
 rm -rf "$build" && mkdir -p "$build"
-xtask bindgen go --wit "$repo/wit/0.1.0" --world toolbox --out "$build/module"
+xtask bindgen go --wit "$repo/wit" --world toolbox --out "$build/module"
 mkdir -p "$build/module/export_toolhost_tool_tools"
 cp "$here"/*.go "$build/module/export_toolhost_tool_tools/"
 (
@@ -32,6 +32,6 @@ cp "$here"/*.go "$build/module/export_toolhost_tool_tools/"
   # -checklinkname=0: the bindings' runtime package links to Go runtime internals.
   "$go" build -buildmode=c-shared -trimpath -ldflags='-s -checklinkname=0' -o "$build/core.wasm" .
 )
-xtask embed --wit "$repo/wit/0.1.0" --world toolbox "$build/core.wasm" -o "$build/core-wit.wasm"
+xtask embed --wit "$repo/wit" --world toolbox "$build/core.wasm" -o "$build/core-wit.wasm"
 mkdir -p "$(dirname "$out")"
 xtask new "$build/core-wit.wasm" -o "$out"

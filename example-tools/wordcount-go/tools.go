@@ -1,5 +1,6 @@
-// Package export_toolhost_tool_tools implements the WIT interface `toolhost:tool/tools`: the
-// generated bindings (wit_exports.go, built by `xtask bindgen go`) call Describe and Call here.
+// Package export_toolhost_tool_tools implements the WIT interface `toolhost:tool/tools` of tool
+// contract 0.2 (wit/tool.wit): the generated bindings (wit_exports.go, built by `xtask bindgen
+// go`) call Describe and Call here.
 package export_toolhost_tool_tools
 
 import (
@@ -16,6 +17,7 @@ import (
 
 // tool is one tool: how it is described, which arguments it takes, and what it runs.
 type tool struct {
+	title        string
 	description  string
 	schema       string
 	example      string // a call, for the messages about bad arguments
@@ -31,6 +33,7 @@ var readData = wit.CapabilityRequest{
 
 var tools = map[string]tool{
 	"count_words": {
+		title: "Word count",
 		description: "Counts the lines, words and distinct words of a text file under /data (such " +
 			"as /data/report.txt) and lists its most frequent words. Short words are left out " +
 			"of the ranking when WORDCOUNT_MIN_LENGTH is set.",
@@ -57,6 +60,7 @@ var tools = map[string]tool{
 		},
 	},
 	"largest_files": {
+		title: "Largest files",
 		description: "Lists the largest (biggest) files under a directory in /data, searching all its " +
 			"subdirectories, with their sizes in bytes, largest first; also counts all files " +
 			"and their total size. Use it to see what takes up space.",
@@ -81,6 +85,15 @@ var tools = map[string]tool{
 	},
 }
 
+// readOnly is what both tools say about themselves (MCP's hints): they only read, change
+// nothing, and look at the granted directories alone.
+var readOnly = wit.Annotations{
+	ReadOnly:    witTypes.Some(true),
+	Destructive: witTypes.Some(false),
+	Idempotent:  witTypes.Some(true),
+	OpenWorld:   witTypes.Some(false),
+}
+
 // Describe lists the tools.
 func Describe() []wit.ToolSpec {
 	specs := []wit.ToolSpec{}
@@ -88,22 +101,27 @@ func Describe() []wit.ToolSpec {
 		t := tools[name]
 		specs = append(specs, wit.ToolSpec{
 			Name:         name,
+			Title:        witTypes.Some(t.title),
 			Description:  t.description,
 			InputSchema:  t.schema,
 			OutputSchema: witTypes.None[string](),
+			Annotations:  readOnly,
 			Capabilities: t.capabilities,
 		})
 	}
 	return specs
 }
 
+// result is what Call returns: an outcome, or why the call failed.
+type result = witTypes.Result[wit.Outcome, wit.ToolError]
+
 // Call runs one tool and returns its result as JSON text.
-func Call(name string, argumentsJSON string, context wit.CallContext) witTypes.Result[string, wit.ToolError] {
-	fail := func(err error) witTypes.Result[string, wit.ToolError] {
+func Call(name string, argumentsJSON string, context wit.CallContext) result {
+	fail := func(err error) result {
 		if _, ok := err.(invalidArguments); ok {
-			return witTypes.Err[string](wit.MakeToolErrorInvalidArguments(err.Error()))
+			return witTypes.Err[wit.Outcome](wit.MakeToolErrorInvalidArguments(err.Error()))
 		}
-		return witTypes.Err[string](wit.MakeToolErrorFailed(err.Error()))
+		return witTypes.Err[wit.Outcome](wit.MakeToolErrorFailed(err.Error()))
 	}
 	t, ok := tools[name]
 	if !ok {
@@ -120,15 +138,18 @@ func Call(name string, argumentsJSON string, context wit.CallContext) witTypes.R
 	if err != nil {
 		return fail(withExample(err))
 	}
-	result, err := t.run(args)
+	value, err := t.run(args)
 	if err != nil {
 		return fail(withExample(err))
 	}
-	text, err := json.Marshal(result)
+	text, err := json.Marshal(value)
 	if err != nil {
 		return fail(fmt.Errorf("cannot write the result as JSON: %v", err))
 	}
-	return witTypes.Ok[string, wit.ToolError](string(text))
+	return witTypes.Ok[wit.Outcome, wit.ToolError](wit.MakeOutcomeComplete(wit.ToolResult{
+		Content:    []wit.Content{wit.MakeContentText(string(text))},
+		Structured: witTypes.None[string](),
+	}))
 }
 
 // arguments are a call's arguments, each still JSON, checked one by one as the tool reads them

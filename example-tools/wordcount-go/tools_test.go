@@ -26,7 +26,7 @@ func errorOf(t *testing.T, name, args string) (uint8, string) {
 	t.Helper()
 	result := Call(name, args, wit.CallContext{})
 	if result.IsOk() {
-		t.Fatalf("%s %s succeeded: %s", name, args, result.Ok())
+		t.Fatalf("%s %s succeeded: %+v", name, args, result.Ok())
 	}
 	err := result.Err()
 	if err.Tag() == wit.ToolError_InvalidArguments {
@@ -78,9 +78,39 @@ func TestCountWords(t *testing.T) {
 	if len(count.TopWords) != 1 || count.TopWords[0] != (WordTally{"quick", 2}) {
 		t.Errorf("top words: got %+v", count.TopWords)
 	}
+	if last := reported.log[len(reported.log)-1]; !strings.Contains(last, "words of 5 letters and more") {
+		t.Errorf("the log does not say which words are ranked: %q", last)
+	}
 	t.Setenv(MinLengthVar, "zero")
 	if _, err := CountWords(filepath.Join(testdata(t), "pangrams.txt"), 1); err == nil {
 		t.Errorf("a bad %s was accepted", MinLengthVar)
+	}
+}
+
+func TestCountWordsReportsProgressThroughALargeFile(t *testing.T) {
+	t.Setenv(MinLengthVar, "")
+	line := "the quick brown fox jumps over the lazy dog\n"
+	path := filepath.Join(t.TempDir(), "large.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, 10000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reported.progress = nil
+	count, err := CountWords(path, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len(line) * 10000)
+	if count.Words != 90000 || count.TopWords[0] != (WordTally{"the", 20000}) {
+		t.Errorf("counted in pieces: got %+v", count)
+	}
+	progress := reported.progress
+	if len(progress) < 6 || progress[len(progress)-1] != [2]int64{size, size} {
+		t.Fatalf("progress through %d bytes: %v", size, progress)
+	}
+	for i := 1; i < len(progress); i++ {
+		if progress[i][0] <= progress[i-1][0] {
+			t.Errorf("progress went back: %v", progress)
+		}
 	}
 }
 

@@ -22,6 +22,9 @@ const MinLengthVar = "WORDCOUNT_MIN_LENGTH"
 // maxFileBytes is the most `count_words` reads of a file.
 const maxFileBytes = 8 << 20
 
+// step is about how many bytes `count_words` counts between two progress reports.
+const step = 64 << 10
+
 // invalidArguments is an error in the arguments, the model's to fix.
 type invalidArguments struct{ message string }
 
@@ -97,7 +100,8 @@ func minLength() (int, error) {
 }
 
 // CountWords counts the lines, words and distinct words of a UTF-8 text file and ranks the
-// `top` most frequent words of at least WORDCOUNT_MIN_LENGTH letters.
+// `top` most frequent words of at least WORDCOUNT_MIN_LENGTH letters. It reports progress (bytes
+// counted of the file's size) as it works through the file.
 func CountWords(path string, top int) (*WordCount, error) {
 	path = rooted(path)
 	min, err := minLength()
@@ -126,15 +130,14 @@ func CountWords(path string, top int) (*WordCount, error) {
 	text := string(data)
 	counts := map[string]int{}
 	words := 0
-	for _, word := range strings.FieldsFunc(text, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
-	}) {
-		word = strings.Trim(word, "'")
-		if word == "" {
-			continue
-		}
-		words++
-		counts[strings.ToLower(word)]++
+	for done := 0; done < len(text); {
+		piece := nextPiece(text[done:])
+		words += countWords(piece, counts)
+		done += len(piece)
+		reportProgress(int64(done), int64(len(text)), fmt.Sprintf("%d words counted", words))
+	}
+	if min > 1 {
+		reportLog(fmt.Sprintf("ranking words of %d letters and more (%s)", min, MinLengthVar))
 	}
 	ranked := []WordTally{}
 	for word, count := range counts {
@@ -164,6 +167,35 @@ func CountWords(path string, top int) (*WordCount, error) {
 		MinLength:   min,
 		TopWords:    ranked,
 	}, nil
+}
+
+// nextPiece is the start of `text` up to the first line end after `step` bytes: words never
+// span lines, so pieces are counted one by one as the whole would be.
+func nextPiece(text string) string {
+	if len(text) <= step {
+		return text
+	}
+	end := strings.IndexByte(text[step:], '\n')
+	if end < 0 {
+		return text
+	}
+	return text[:step+end+1]
+}
+
+// countWords adds the words of `text` to `counts`, lowercased, and returns how many there were.
+func countWords(text string, counts map[string]int) int {
+	words := 0
+	for _, word := range strings.FieldsFunc(text, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	}) {
+		word = strings.Trim(word, "'")
+		if word == "" {
+			continue
+		}
+		words++
+		counts[strings.ToLower(word)]++
+	}
+	return words
 }
 
 // FindLargestFiles walks `dir` and returns its `limit` largest files, largest first.

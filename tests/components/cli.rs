@@ -196,3 +196,54 @@ fn a_tool_that_asks_for_input_fails_where_no_one_can_answer() {
         output.stderr
     );
 }
+
+#[test]
+fn the_python_text_tool_reports_its_progress_through_a_large_file() {
+    let wasm = toolhost_tests::repo_root().join("example-tools/dist/text-python.wasm");
+    assert!(
+        wasm.exists(),
+        "{} is not built; run `just tools`",
+        wasm.display()
+    );
+    let data = tempfile::tempdir().unwrap();
+    let text = "the quick brown fox jumps over the lazy dog\n".repeat(20_000);
+    std::fs::write(data.path().join("large.txt"), &text).unwrap();
+    let dir = format!("{}::/data", data.path().display());
+    let output = host(&[
+        "call",
+        wasm.to_str().unwrap(),
+        "file_text_stats",
+        r#"{"path": "/data/large.txt", "top": 1}"#,
+        "--dir",
+        &dir,
+    ]);
+    output.assert_success();
+    assert!(
+        output.stdout.contains(r#""words": 180000"#),
+        "{}",
+        output.stdout
+    );
+    let progress: Vec<&str> = output
+        .stderr
+        .lines()
+        .filter(|line| line.starts_with("[tool file_text_stats] ") && line.contains(" of 880000 "))
+        .collect();
+    // A report every ~64 KiB counted: the first after one piece, the last at the end.
+    assert!(progress.len() >= 2, "{}", output.stderr);
+    assert!(
+        progress[0].starts_with("[tool file_text_stats] 65")
+            && progress[0].contains("words counted"),
+        "{progress:?}"
+    );
+    assert_eq!(
+        progress.last(),
+        Some(&"[tool file_text_stats] 880000 of 880000 180000 words counted")
+    );
+    assert!(
+        output
+            .stderr
+            .contains("[tool file_text_stats] info: read 880000 bytes from /data/large.txt\n"),
+        "{}",
+        output.stderr
+    );
+}

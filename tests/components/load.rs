@@ -193,8 +193,9 @@ async fn a_missing_granted_directory_is_a_load_error() {
 
 #[tokio::test]
 async fn components_built_for_contract_0_1_still_load_and_answer() {
-    // The C example is built against wit/0.1.0 (`just tools`): the host adapts it.
-    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../example-tools/dist/checksum-c.wasm");
+    // `just tools` builds the C example against wit/0.1.0 too: the host adapts it.
+    let old =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../example-tools/dist/checksum-c-0.1.wasm");
     let component = LoadedComponent::load(&runtime(), ComponentConfig::new(&old))
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", old.display()));

@@ -9,7 +9,8 @@
 //! 2. arguments that are not JSON, that miss a required field, or that have a field of the
 //!    wrong type come back as invalid-arguments from the component itself (the host's own
 //!    schema check is bypassed), with a message that says what to send instead;
-//! 3. its `ok` calls succeed (with the grants of its `conformance.toml`);
+//! 3. its `ok` calls succeed (with the grants of its `conformance.toml`), with the text, the
+//!    structured content, the parts and the progress reports and log lines each case asks for;
 //! 4. its `fails` calls come back as a typed tool failure, and its `invalid` calls as
 //!    invalid-arguments whose message contains the case's `expect` and says what to send;
 //! 5. its `denied` calls, run with nothing granted, are refused, or, for a capability the
@@ -20,7 +21,7 @@
 
 use serde_json::{Value, json};
 use toolhost::{CallContext, CallError, ComponentConfig, Grants, Toolbox};
-use toolhost_tests::conformance::{Cases, Subject, subjects};
+use toolhost_tests::conformance::{Case, Cases, Subject, subjects};
 use toolhost_tests::error::chain;
 use toolhost_tests::runtime;
 
@@ -182,14 +183,20 @@ async fn check(subject: &Subject) -> Vec<String> {
             .await
         {
             Ok(output) => {
+                let what = format!("{} {}", case.tool, case.arguments);
                 if let Some(expected) = &case.expect
                     && !output.text.contains(expected.as_str())
                 {
                     problems.push(format!(
-                        "{} {}: {:?} does not contain {expected:?}",
-                        case.tool, case.arguments, output.text
+                        "{what}: {:?} does not contain {expected:?}",
+                        output.text
                     ));
                 }
+                problems.extend(
+                    parts_problems(case, &output)
+                        .into_iter()
+                        .map(|p| format!("{what}: {p}")),
+                );
             }
             Err(error) => problems.push(format!(
                 "{} {}: expected success, got {error}",
@@ -245,6 +252,48 @@ async fn check(subject: &Subject) -> Vec<String> {
                 )
             )),
         }
+    }
+    problems
+}
+
+/// What a successful result of `case` lacks of the parts of tool contract 0.2 the case asks
+/// for: structured content, parts of the given kinds, progress reports, log lines.
+fn parts_problems(case: &Case, output: &toolhost::ToolOutput) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (field, expected) in case.structured.iter().flat_map(|s| s.as_object()).flatten() {
+        let got = output.structured.as_ref().and_then(|s| s.get(field));
+        if got != Some(expected) {
+            let got = output
+                .structured
+                .as_ref()
+                .map_or("none".into(), Value::to_string);
+            problems.push(format!(
+                "its structured content {got} has no `{field}` of {expected}"
+            ));
+        }
+    }
+    if let Some(expected) = &case.parts {
+        let kinds: Vec<String> = output
+            .content
+            .iter()
+            .map(|part| {
+                serde_json::to_value(part).unwrap()["type"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        if &kinds != expected {
+            problems.push(format!(
+                "the result's parts are {kinds:?}, not {expected:?}"
+            ));
+        }
+    }
+    if case.progress && output.reports.progress == 0 {
+        problems.push("reported no progress".to_owned());
+    }
+    if case.logs && output.reports.log_lines == 0 {
+        problems.push("wrote no log line".to_owned());
     }
     problems
 }

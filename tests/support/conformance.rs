@@ -41,6 +41,18 @@ pub struct Case {
     pub arguments: Value,
     /// Text the result must contain.
     pub expect: Option<String>,
+    /// Fields the result's structured content must have, with these values (tool contract
+    /// 0.2).
+    pub structured: Option<Value>,
+    /// The kinds of the result's parts, in order: `text`, `image`, `audio`, `resource_link`,
+    /// `resource` (an embedded one).
+    pub parts: Option<Vec<String>>,
+    /// Whether the tool must report progress while it runs.
+    #[serde(default)]
+    pub progress: bool,
+    /// Whether the tool must write a log line while it runs.
+    #[serde(default)]
+    pub logs: bool,
 }
 
 /// A tool component of `example-tools/`: its source directory and its built file.
