@@ -10,6 +10,7 @@ mod cancel;
 mod http;
 mod peers;
 mod served;
+mod session;
 mod stdio;
 
 use toolhost_tests::cli::ManifestFile;
