@@ -77,8 +77,8 @@ pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolOptions};
 pub use native_tools::NativeTools;
 pub use offers::{
-    FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptMessage, Resource,
-    ResourceContents, ResourceTemplate, Role,
+    FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptInput, PromptMessage,
+    PromptOutcome, Resource, ResourceContents, ResourceTemplate, Role,
 };
 pub use sandbox::{Grants, Limits};
 pub use source::{CallContext, Origin, SourceOptions, ToolOutput, ToolSource};

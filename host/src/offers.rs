@@ -2,9 +2,11 @@
 //! arguments), as tool contract 0.2's optional `resources` and `prompts` interfaces and MCP
 //! have them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
-use crate::content::{ContentPart, EmbeddedResource};
+use crate::content::{ContentPart, EmbeddedResource, InputRequired};
 
 /// A resource with a fixed URI.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +127,27 @@ pub struct FilledPrompt {
     pub description: Option<String>,
     /// Its messages.
     pub messages: Vec<PromptMessage>,
+}
+
+/// How filling in a prompt ended that did not fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptOutcome {
+    /// Filled in.
+    Filled(FilledPrompt),
+    /// Asking for input first (contract 0.2's `input-required`, as a tool's call may): whoever
+    /// serves the prompt gets the answers and fills it in again with a [`PromptInput`].
+    InputRequired(InputRequired),
+}
+
+/// What an earlier round of filling in a prompt left, when the prompt asked for input (as
+/// [`CallContext`](crate::CallContext) has it for a call); empty in a first round.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptInput {
+    /// The answers, by the keys of the prompt's requests.
+    pub input_responses: BTreeMap<String, serde_json::Value>,
+    /// The state the prompt gave with its request for input, as it gave it.
+    pub request_state: Option<String>,
 }
 
 /// What a source offers besides tools, as listed when it was loaded.

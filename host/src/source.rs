@@ -22,7 +22,7 @@ use crate::arguments::Arguments;
 use crate::asking::Asker;
 use crate::content::{ContentPart, InputRequired, Media};
 use crate::error::{CallError, LoadError};
-use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
+use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 use crate::sandbox::{CapturedLog, Grants, Observer, ReportCounts};
 use crate::spec::ToolSpec;
 
@@ -75,12 +75,14 @@ pub trait ToolSource: Send + Sync {
         Box::pin(async move { Err(OfferError::NotFound(format!("no resource {uri}"))) })
     }
 
-    /// Fills in its prompt `name` with `arguments`.
+    /// Fills in its prompt `name` with `arguments`; `input` has the answers when an earlier
+    /// round asked for input. A prompt may ask for input, as a tool may.
     fn get_prompt<'a>(
         &'a self,
         name: &'a str,
         _arguments: &'a BTreeMap<String, String>,
-    ) -> BoxFuture<'a, Result<FilledPrompt, OfferError>> {
+        _input: &'a PromptInput,
+    ) -> BoxFuture<'a, Result<PromptOutcome, OfferError>> {
         Box::pin(async move { Err(OfferError::NotFound(format!("no prompt {name}"))) })
     }
 

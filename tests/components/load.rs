@@ -238,7 +238,14 @@ async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
         .unwrap_or_else(|e| panic!("{e}"));
     let offers = toolbox.offers();
     let uris: Vec<&str> = offers.resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["test://static-text", "test://static-binary"]);
+    assert_eq!(
+        uris,
+        [
+            "test://static-text",
+            "test://static-binary",
+            "test://watched-resource"
+        ]
+    );
     assert_eq!(
         offers.templates[0].uri_template,
         "test://template/{id}/data"
@@ -281,13 +288,18 @@ async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
         ("arg1".to_owned(), "a".to_owned()),
         ("arg2".to_owned(), "b".to_owned()),
     ];
+    let first_round = toolhost::PromptInput::default();
     let filled = toolbox
         .get_prompt(
             "test_prompt_with_arguments",
             &arguments.into_iter().collect(),
+            &first_round,
         )
         .await
         .unwrap();
+    let toolhost::PromptOutcome::Filled(filled) = filled else {
+        panic!("the prompt asks for nothing: {filled:?}");
+    };
     assert_eq!(
         filled.messages[0].content,
         toolhost::ContentPart::Text {
@@ -295,7 +307,11 @@ async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
         }
     );
     let wrong = toolbox
-        .get_prompt("test_prompt_with_arguments", &Default::default())
+        .get_prompt(
+            "test_prompt_with_arguments",
+            &Default::default(),
+            &first_round,
+        )
         .await
         .unwrap_err();
     assert!(matches!(&wrong, toolhost::OfferError::InvalidArguments(m) if m.contains("arg1")));
@@ -345,4 +361,66 @@ async fn the_manifests_lists_choose_which_resources_and_prompts_are_offered() {
             && message.contains("test://static-text"),
         "{message}"
     );
+}
+
+/// A prompt may ask for input, as a tool may: the toolbox hands the request to whoever serves
+/// the prompt, and fills the prompt in once it gets the answer back with the prompt's state.
+#[tokio::test]
+async fn a_prompt_that_asks_for_input_is_filled_in_with_the_answer() {
+    let toolbox = Toolbox::builder(&runtime())
+        .component(ComponentConfig::new(MCP_CONFORMANCE))
+        .build()
+        .await
+        .unwrap();
+    let prompt = "test_input_required_result_prompt";
+    let no_arguments = Default::default();
+    let asked = toolbox
+        .get_prompt(prompt, &no_arguments, &toolhost::PromptInput::default())
+        .await
+        .unwrap();
+    let toolhost::PromptOutcome::InputRequired(asked) = asked else {
+        panic!("the prompt asks for a context first: {asked:?}");
+    };
+    let request = &asked.requests["user_context"];
+    assert_eq!(request.method, "elicitation/create");
+    assert_eq!(request.capability(), "elicitation");
+    assert_eq!(
+        request.params["requestedSchema"]["required"],
+        serde_json::json!(["context"])
+    );
+    let answered = toolhost::PromptInput {
+        input_responses: [(
+            "user_context".to_owned(),
+            serde_json::json!({ "action": "accept", "content": { "context": "release notes" } }),
+        )]
+        .into(),
+        request_state: asked.state.clone(),
+    };
+    let filled = toolbox
+        .get_prompt(prompt, &no_arguments, &answered)
+        .await
+        .unwrap();
+    let toolhost::PromptOutcome::Filled(filled) = filled else {
+        panic!("the prompt has its answer: {filled:?}");
+    };
+    assert_eq!(
+        filled.messages[0].content,
+        toolhost::ContentPart::Text {
+            text: "Use this context: release notes".into()
+        }
+    );
+    // Without the state it gave, the prompt refuses (the guest checks it comes back).
+    let stateless = toolhost::PromptInput {
+        request_state: None,
+        ..answered
+    };
+    let refused = toolbox
+        .get_prompt(prompt, &no_arguments, &stateless)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, toolhost::OfferError::Failed(m) if m.contains("state came back")),
+        "{refused}"
+    );
+    toolbox.shutdown().await;
 }

@@ -434,3 +434,101 @@ async fn replicas_with_one_state_key_continue_each_others_calls() {
         "{error}"
     );
 }
+
+/// A prompt that asks for input over the stateless revision, as a tool does: the client gets
+/// the request and a sealed state; a state changed, or made for a tool of the same name or
+/// for other arguments, is refused; the state as sealed fills the prompt in.
+#[tokio::test]
+async fn a_prompts_request_for_input_round_trips_only_its_own_sealed_state() {
+    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let can_elicit = json!({ "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} } });
+    let prompt = "test_input_required_result_prompt";
+    let first = json!({ "name": prompt });
+    let (_, asked) = stateless(&server, 1, "prompts/get", first, can_elicit.clone()).await;
+    let asked = &asked.last().unwrap()["result"];
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let request = &asked["inputRequests"]["user_context"];
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert_eq!(
+        request["params"]["message"],
+        "What context should the prompt use?"
+    );
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    assert!(
+        !state.contains("asked for the context"),
+        "the prompt's state is sealed, not shown"
+    );
+    let again = |state: &str, arguments: Value| {
+        json!({
+            "name": prompt,
+            "arguments": arguments,
+            "inputResponses": {
+                "user_context": { "action": "accept", "content": { "context": "a test" } },
+            },
+            "requestState": state,
+        })
+    };
+    let changed = format!("{state}x");
+    for (params, why) in [
+        (again(&changed, json!({})), "changed"),
+        (again(&state, json!({ "extra": "1" })), "other arguments"),
+    ] {
+        let (_, refused) = stateless(&server, 2, "prompts/get", params, can_elicit.clone()).await;
+        let error = &refused.last().unwrap()["error"];
+        assert_eq!(error["code"], -32602, "{refused:?}");
+        assert!(error["message"].as_str().unwrap().contains(why), "{error}");
+    }
+    // A tool's state is never a prompt's: the tool that asks under that same guest.
+    let tool = json!({ "name": "test_input_required_result_request_state", "arguments": {} });
+    let (_, tool_asked) = stateless(&server, 3, "tools/call", tool, can_elicit.clone()).await;
+    let tool_state = tool_asked.last().unwrap()["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, refused) = stateless(
+        &server,
+        4,
+        "prompts/get",
+        again(&tool_state, json!({})),
+        can_elicit.clone(),
+    )
+    .await;
+    let error = &refused.last().unwrap()["error"];
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("another tool or prompt"),
+        "{error}"
+    );
+    let (_, filled) = stateless(
+        &server,
+        5,
+        "prompts/get",
+        again(&state, json!({})),
+        can_elicit,
+    )
+    .await;
+    let filled = &filled.last().unwrap()["result"];
+    assert_eq!(
+        filled["messages"][0]["content"]["text"], "Use this context: a test",
+        "{filled}"
+    );
+    // A client that cannot answer is told which capability the prompt needs.
+    let (status, refused) = stateless(
+        &server,
+        6,
+        "prompts/get",
+        json!({ "name": prompt }),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused:?}");
+    let error = &refused.last().unwrap()["error"];
+    assert_eq!(error["code"], -32021);
+    assert!(
+        error["data"]["requiredCapabilities"]
+            .get("elicitation")
+            .is_some()
+    );
+}

@@ -11,6 +11,7 @@ mod http;
 mod peers;
 mod relay;
 mod served;
+mod session;
 mod stdio;
 
 use toolhost_tests::cli::ManifestFile;

@@ -11,7 +11,7 @@ use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
 use toolhost_tests::{host_binary, repo_root, target_dir};
 
 /// The scenarios issue 8 requires to pass.
-const MUST_PASS: [&str; 30] = [
+const MUST_PASS: [&str; 32] = [
     "server-initialize",
     "logging-set-level",
     "ping",
@@ -25,6 +25,8 @@ const MUST_PASS: [&str; 30] = [
     "resources-read-text",
     "resources-read-binary",
     "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
     "prompts-list",
     "prompts-get-simple",
     "prompts-get-with-args",
@@ -386,5 +388,31 @@ async fn each_revision_has_no_scored_failure_but_its_baseline() {
             progress["progressNotifications"][2]["progress"], 100,
             "{progress}"
         );
+        let passed = |scenario: &str| {
+            checks[scenario]
+                .iter()
+                .all(|check| check["status"] == "SUCCESS")
+        };
+        if revision == "2026-07-28" {
+            // A prompt that asks for input, then is filled in with the answer (SEP-2322).
+            let prompt = &checks["input-required-result-non-tool-request"];
+            assert!(
+                passed("input-required-result-non-tool-request"),
+                "{prompt:?}"
+            );
+            let filled = prompt
+                .iter()
+                .find(|check| check["id"] == "sep-2322-non-tool-complete")
+                .unwrap_or_else(|| panic!("no second round: {prompt:?}"));
+            assert_eq!(
+                filled["details"]["result"]["messages"][0]["content"]["text"],
+                "Use this context: test context",
+                "{filled}"
+            );
+        } else {
+            for scenario in ["resources-subscribe", "resources-unsubscribe"] {
+                assert!(passed(scenario), "{scenario}: {:?}", checks[scenario]);
+            }
+        }
     }
 }

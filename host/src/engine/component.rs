@@ -26,7 +26,7 @@ use crate::engine::runtime::Runtime;
 use crate::engine::spare_instance::Spare;
 use crate::error::{CallError, LoadError};
 use crate::manifest::Manifest;
-use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
+use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 
 use crate::sandbox::{Grants, Limits, Sandbox};
 use crate::source::{CallContext, ToolOutput};
@@ -414,13 +414,14 @@ impl ToolSource for LoadedComponent {
         &'a self,
         name: &'a str,
         arguments: &'a BTreeMap<String, String>,
-    ) -> BoxFuture<'a, Result<FilledPrompt, OfferError>> {
+        input: &'a PromptInput,
+    ) -> BoxFuture<'a, Result<PromptOutcome, OfferError>> {
         Box::pin(async move {
             let pre = self
                 .code()
                 .await
                 .map_err(|e| OfferError::Failed(e.to_string()))?;
-            offered::get(&self.runtime, pre, &self.sandbox, name, arguments).await
+            offered::get(&self.runtime, pre, &self.sandbox, name, arguments, input).await
         })
     }
 

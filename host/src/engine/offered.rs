@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 
 use wasmtime::Store;
 
-use super::bindings::{Toolbox, ToolboxPre, wit_prompts, wit_resources};
+use super::bindings::{Toolbox, ToolboxPre, wit, wit_prompts, wit_resources};
 use super::call::{ToolResult, run};
+use super::result;
 use super::runtime::Runtime;
 use crate::content::{self, ContentPart, EmbeddedResource, Media};
 use crate::error::CallError;
 use crate::offers::{
-    FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptMessage, Resource,
-    ResourceContents, ResourceTemplate, Role,
+    FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptInput, PromptMessage,
+    PromptOutcome, Resource, ResourceContents, ResourceTemplate, Role,
 };
 use crate::sandbox::Sandbox;
 use crate::sandbox::store::StoreState;
@@ -40,7 +41,7 @@ impl ToolResult for Result<Vec<wit_resources::Contents>, wit_resources::ReadErro
     }
 }
 
-impl ToolResult for Result<wit_prompts::Filled, wit_prompts::PromptError> {
+impl ToolResult for Result<wit_prompts::Outcome, wit_prompts::PromptError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
     }
@@ -125,25 +126,59 @@ pub(crate) async fn read(
     }
 }
 
-/// Fills in prompt `name` with `arguments`.
+/// Fills in prompt `name` with `arguments`, and what an earlier round that asked for input
+/// left (`input`). A request for input is checked as a tool's is (1 to 16 requests of the
+/// methods a tool may ask with, a state within 64 KiB, all within the component's
+/// `max_result`).
 pub(crate) async fn get(
     runtime: &Runtime,
     pre: &ToolboxPre,
     sandbox: &Sandbox,
     name: &str,
     arguments: &BTreeMap<String, String>,
-) -> Result<FilledPrompt, OfferError> {
+    input: &PromptInput,
+) -> Result<PromptOutcome, OfferError> {
     let arguments: Vec<(String, String)> = arguments.clone().into_iter().collect();
+    let context = wit_prompts::Context {
+        input_responses: input
+            .input_responses
+            .iter()
+            .map(|(key, answer)| (key.clone(), answer.to_string()))
+            .collect(),
+        request_state: input.request_state.clone(),
+    };
     let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
         let exports = instance.prompts(store)?;
         exports
             .toolhost_tool_prompts()
-            .call_get(&mut *store, name, &arguments)
+            .call_get(&mut *store, name, &arguments, &context)
             .await
     };
     let (result, _, _) = run(runtime, pre, sandbox, name, body, None, None).await;
     match result.map_err(failed)? {
-        Ok(filled) => filled_of(filled).map_err(OfferError::Failed),
+        Ok(wit_prompts::Outcome::Complete(filled)) => filled_of(filled)
+            .map(PromptOutcome::Filled)
+            .map_err(OfferError::Failed),
+        Ok(wit_prompts::Outcome::InputRequired(asked)) => {
+            // The same request as a tool's, checked by the same rules.
+            let asked = wit::InputRequired {
+                requests: asked
+                    .requests
+                    .into_iter()
+                    .map(|(key, request)| {
+                        let request = wit::InputRequest {
+                            method: request.method,
+                            params: request.params,
+                        };
+                        (key, request)
+                    })
+                    .collect(),
+                state: asked.state,
+            };
+            result::input_required(name, asked, &sandbox.limits)
+                .map(PromptOutcome::InputRequired)
+                .map_err(failed)
+        }
         Err(wit_prompts::PromptError::InvalidArguments(message)) => {
             Err(OfferError::InvalidArguments(message))
         }

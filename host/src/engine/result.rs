@@ -103,10 +103,10 @@ pub(crate) fn check(
     })
 }
 
-/// A tool's request for input, checked: 1 to 16 requests under distinct non-empty keys, each
+/// A tool's (or a prompt's) request for input, checked: 1 to 16 requests under distinct non-empty keys, each
 /// of a method a tool may ask with and params that are a JSON object, and a state within
 /// its size limit.
-fn input_required(
+pub(crate) fn input_required(
     tool: &str,
     asked: wit::InputRequired,
     limits: &Limits,

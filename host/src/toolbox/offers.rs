@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::Toolbox;
-use crate::offers::{FilledPrompt, OfferError, Offers, ResourceContents};
+use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 use crate::source::ToolSource;
 
 impl Toolbox {
@@ -49,28 +49,37 @@ impl Toolbox {
         all
     }
 
-    /// Reads resource `uri` at the first source that offers it (by a listed URI, then by a
-    /// template).
+    /// Reads resource `uri` at the source that has it (see [`resource_source`]).
+    ///
+    /// [`resource_source`]: Self::resource_source
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, OfferError> {
-        let listed = |offers: &Offers| offers.resources.iter().any(|r| r.uri == uri);
-        let templated = |offers: &Offers| offers.templates.iter().any(|t| t.matches(uri));
         let source = self
-            .offering(listed)
-            .or_else(|| self.offering(templated))
+            .resource_source(uri)
             .ok_or_else(|| OfferError::NotFound(self.no_resource(uri)))?;
         source.read_resource(uri).await
     }
 
-    /// Fills in prompt `name` at the source that offers it.
+    /// The source whose resource `uri` is: the first that lists it, else the first with a
+    /// template it matches.
+    pub fn resource_source(&self, uri: &str) -> Option<&Arc<dyn ToolSource>> {
+        let listed = |offers: &Offers| offers.resources.iter().any(|r| r.uri == uri);
+        let templated = |offers: &Offers| offers.templates.iter().any(|t| t.matches(uri));
+        self.offering(listed).or_else(|| self.offering(templated))
+    }
+
+    /// Fills in prompt `name` at the source that offers it; `input` has the answers when an
+    /// earlier round asked for input (empty in a first round). A prompt that asks for input
+    /// is [`PromptOutcome::InputRequired`]: whoever drives the request gets the answers.
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: &BTreeMap<String, String>,
-    ) -> Result<FilledPrompt, OfferError> {
+        input: &PromptInput,
+    ) -> Result<PromptOutcome, OfferError> {
         let source = self
             .offering(|offers| offers.has_prompt(name))
             .ok_or_else(|| OfferError::NotFound(self.no_prompt(name)))?;
-        source.get_prompt(name, arguments).await
+        source.get_prompt(name, arguments, input).await
     }
 
     /// Values completing `value` for argument `argument` of prompt `prompt`.

@@ -1,15 +1,16 @@
-//! A tool that asks for input before it can finish (tool contract 0.2's `input-required`), as
-//! `host mcp` serves it:
+//! A tool's call or a prompt's get that asks for input before it can finish (tool contract
+//! 0.2's `input-required`), as `host mcp` serves it:
 //!
 //! - **2026-07-28** (a stateless request): the answer is an `InputRequiredResult` with the
-//!   tool's requests, only those the client's capabilities allow (none left: -32021), and a
-//!   `requestState` the client sends back with its answers. The state is the tool's own state
-//!   sealed with HMAC-SHA256 under a key of this server, bound to the tool and its arguments
-//!   and good for an hour: a state changed by the client, made for another call, or from
-//!   another server is refused (-32602), never given to a tool.
+//!   requests, only those the client's capabilities allow (none left: -32021), and a
+//!   `requestState` the client sends back with its answers. The state is the component's own
+//!   state sealed with HMAC-SHA256 under a key of this server, bound to what asked (a tool or
+//!   a prompt, its name and its arguments) and good for an hour: a state changed by the
+//!   client, made for another request (a tool's state sent to a prompt of the same name
+//!   included), or from another server is refused (-32602), never given to a component.
 //! - **Earlier revisions** (a session): the server asks the client itself
-//!   (`elicitation/create`, `sampling/createMessage`, `roots/list`) while the call waits, and
-//!   calls the tool again with the answers, for at most [`MAX_ROUNDS`] rounds.
+//!   (`elicitation/create`, `sampling/createMessage`, `roots/list`) while the request waits,
+//!   and runs it again with the answers, for at most [`MAX_ROUNDS`] rounds.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -17,17 +18,20 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientCapabilities, ErrorData, InputRequest as McpRequest, InputRequiredResult, ServerRequest,
+    ClientCapabilities, ErrorData, InputRequest as McpRequest, InputRequiredResult, InputResponses,
+    ServerRequest,
 };
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::asking::{Ask, AskError};
+use super::McpServer;
 use crate::content::{InputRequest, InputRequired};
 
-/// How many times a call may ask for input before it is given up on.
+/// How many times a request may ask for input before it is given up on.
 pub(super) const MAX_ROUNDS: usize = 8;
 
 /// How long a `requestState` is good for.
@@ -59,14 +63,35 @@ impl StateKey {
     }
 }
 
+/// What asks for input: a tool's call or a prompt's get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Kind {
+    /// `tools/call`.
+    Tool,
+    /// `prompts/get`.
+    Prompt,
+}
+
+/// The request a state is sealed for: its kind, the tool's or prompt's name, and its
+/// arguments as JSON text.
+#[derive(Clone, Copy)]
+pub(super) struct Asking<'a> {
+    pub(super) kind: Kind,
+    pub(super) name: &'a str,
+    pub(super) arguments: &'a str,
+}
+
 /// What a `requestState` holds.
 #[derive(Serialize, Deserialize)]
 struct Sealed {
-    /// The tool.
+    /// A tool's or a prompt's.
+    k: Kind,
+    /// The tool or prompt.
     t: String,
     /// The SHA-256 of its arguments, hex.
     a: String,
-    /// The tool's own state.
+    /// The component's own state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     s: Option<String>,
     /// Until when it is good, seconds since the epoch.
@@ -89,11 +114,12 @@ fn now() -> u64 {
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 impl StateKey {
-    /// `state` of tool `tool` called with `arguments`, sealed.
-    pub(super) fn seal(&self, tool: &str, arguments: &str, state: Option<String>) -> String {
+    /// `state` of the request `asking`, sealed.
+    pub(super) fn seal(&self, asking: Asking<'_>, state: Option<String>) -> String {
         let sealed = Sealed {
-            t: tool.to_owned(),
-            a: digest(arguments),
+            k: asking.kind,
+            t: asking.name.to_owned(),
+            a: digest(asking.arguments),
             s: state,
             e: now() + STATE_LIFETIME.as_secs(),
         };
@@ -102,17 +128,17 @@ impl StateKey {
         format!("{payload}.{}", B64.encode(tag.as_ref()))
     }
 
-    /// The tool's state inside `token`, if this server sealed it for this tool and these
-    /// arguments and it has not expired; otherwise an invalid-params error that says which.
+    /// The component's state inside `token`, if this server sealed it for this very request
+    /// (the same kind, name and arguments) and it has not expired; otherwise an
+    /// invalid-params error that says which.
     pub(super) fn open(
         &self,
         token: &str,
-        tool: &str,
-        arguments: &str,
+        asking: Asking<'_>,
     ) -> Result<Option<String>, ErrorData> {
         let refused = |why: &str| {
             ErrorData::invalid_params(
-                format!("the requestState is refused: {why}; call the tool again without it"),
+                format!("the requestState is refused: {why}; send the request again without it"),
                 None,
             )
         };
@@ -129,8 +155,11 @@ impl StateKey {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .ok_or_else(|| refused("it is not one this server made"))?;
-        if sealed.t != tool || sealed.a != digest(arguments) {
-            return Err(refused("it was made for another tool or other arguments"));
+        if sealed.k != asking.kind || sealed.t != asking.name {
+            return Err(refused("it was made for another tool or prompt"));
+        }
+        if sealed.a != digest(asking.arguments) {
+            return Err(refused("it was made for other arguments"));
         }
         if sealed.e < now() {
             return Err(refused("it has expired"));
@@ -155,7 +184,7 @@ pub(super) fn check_responses(responses: &BTreeMap<String, Value>) -> Result<(),
     }
 }
 
-/// The tool's requests that `capabilities` (the client's) allow, as MCP has them; -32021 when
+/// The requests that `capabilities` (the client's) allow, as MCP has them; -32021 when
 /// none is left.
 pub(super) fn allowed(
     asked: &InputRequired,
@@ -182,7 +211,7 @@ pub(super) fn allowed(
     Ok(allowed)
 }
 
-/// A tool's request as MCP has it.
+/// A request for input as MCP has it.
 fn to_mcp(request: &InputRequest) -> Result<McpRequest, ErrorData> {
     let message = match request.params.as_object() {
         Some(params) if !params.is_empty() => {
@@ -193,7 +222,7 @@ fn to_mcp(request: &InputRequest) -> Result<McpRequest, ErrorData> {
     serde_json::from_value(message).map_err(|e| {
         ErrorData::internal_error(
             format!(
-                "the tool's `{}` request is not one MCP can carry: {e}",
+                "the `{}` request for input is not one MCP can carry: {e}",
                 request.method
             ),
             None,
@@ -201,15 +230,7 @@ fn to_mcp(request: &InputRequest) -> Result<McpRequest, ErrorData> {
     })
 }
 
-/// The 2026-07-28 answer to a call that asks: the allowed requests and the sealed state.
-pub(super) fn input_required_result(
-    requests: BTreeMap<String, McpRequest>,
-    state: String,
-) -> InputRequiredResult {
-    InputRequiredResult::new(Some(requests), Some(state))
-}
-
-/// Asks the client of a session each request the tool made, and returns the answers by key.
+/// Asks the client of a session each request made, and returns the answers by key.
 pub(super) async fn ask(
     peer: &Peer<RoleServer>,
     asked: &InputRequired,
@@ -220,7 +241,7 @@ pub(super) async fn ask(
     for (key, request) in requests {
         let answer = send(peer, request).await.map_err(|e| {
             ErrorData::internal_error(
-                format!("the client did not answer the tool's request: {e}"),
+                format!("the client did not answer a request for input: {e}"),
                 None,
             )
         })?;
@@ -298,6 +319,84 @@ impl Ask for CannotAsk {
 pub(super) const STATELESS: &str =
     "a stateless (2026-07-28) request, whose client can be asked only in its next request,";
 
+/// What a later round of a request gets: the client's answers and the component's state
+/// (nothing in a first round).
+#[derive(Default)]
+pub(super) struct Input {
+    pub(super) responses: BTreeMap<String, Value>,
+    pub(super) state: Option<String>,
+}
+
+/// How one round of a request ended: done, or asking for input.
+pub(super) enum Round<T> {
+    Done(T),
+    Asked(InputRequired),
+}
+
+/// How a request that may ask for input ended: done, or (2026-07-28) with an
+/// `InputRequiredResult` for the client to answer in its next request.
+pub(super) enum Ended<T> {
+    Done(T),
+    InputRequired(InputRequiredResult),
+}
+
+impl McpServer {
+    /// Runs `asking` round by round (`round` runs one): the first with what the client sent
+    /// (its `inputResponses`, and the state inside its `requestState` if this server sealed
+    /// it for this very request). When a round asks for input, a stateless (2026-07-28)
+    /// request ends with an `InputRequiredResult` and the sealed state; in a session the
+    /// server asks the client itself and runs another round, at most [`MAX_ROUNDS`].
+    pub(super) async fn rounds<T, Fut>(
+        &self,
+        asking: Asking<'_>,
+        responses: Option<InputResponses>,
+        token: Option<&str>,
+        cx: &RequestContext<RoleServer>,
+        mut round: impl FnMut(Input) -> Fut,
+    ) -> Result<Ended<T>, ErrorData>
+    where
+        Fut: Future<Output = Result<Round<T>, ErrorData>>,
+    {
+        let stateless = cx
+            .meta
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let responses = responses.unwrap_or_default();
+        check_responses(&responses)?;
+        let mut input = Input {
+            responses,
+            state: match token {
+                Some(token) => self.state_key()?.open(token, asking)?,
+                None => None,
+            },
+        };
+        for _round in 0..MAX_ROUNDS {
+            let asked = match round(input).await? {
+                Round::Done(done) => return Ok(Ended::Done(done)),
+                Round::Asked(asked) => asked,
+            };
+            if stateless {
+                let requests = allowed(&asked, cx.meta.client_capabilities().as_ref())?;
+                let state = self.state_key()?.seal(asking, asked.state);
+                let result = InputRequiredResult::new(Some(requests), Some(state));
+                return Ok(Ended::InputRequired(result));
+            }
+            // In a session the server asks the client itself, and runs the request again.
+            input = Input {
+                responses: ask(&cx.peer, &asked).await?,
+                state: asked.state,
+            };
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "`{}` asked for input {MAX_ROUNDS} times without finishing; it was given up on",
+                asking.name
+            ),
+            None,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,25 +404,62 @@ mod tests {
     #[test]
     fn a_state_opens_only_unchanged_for_its_own_call() {
         let key = StateKey::random().unwrap_or_else(|e| panic!("{e}"));
-        let sealed = key.seal("ask", r#"{"a":1}"#, Some("step 2".into()));
+        let tool = |name, arguments| Asking {
+            kind: Kind::Tool,
+            name,
+            arguments,
+        };
+        let sealed = key.seal(tool("ask", r#"{"a":1}"#), Some("step 2".into()));
         assert_eq!(
-            key.open(&sealed, "ask", r#"{"a":1}"#).ok(),
+            key.open(&sealed, tool("ask", r#"{"a":1}"#)).ok(),
             Some(Some("step 2".to_owned()))
         );
-        let refused = |token: &str, tool: &str, arguments: &str| {
-            key.open(token, tool, arguments)
-                .map(|_| String::new())
-                .unwrap_or_else(|e| e.message.to_string())
-        };
-        assert!(refused(&format!("{sealed}-TAMPERED"), "ask", r#"{"a":1}"#).contains("changed"));
-        assert!(refused(&sealed, "other", r#"{"a":1}"#).contains("another tool"));
-        assert!(refused(&sealed, "ask", r#"{"a":2}"#).contains("other arguments"));
-        assert!(refused("garbage", "ask", "{}").contains("not one this server made"));
+        let refused = |token: &str, asking| refusal(&key, token, asking);
+        let tampered = format!("{sealed}-TAMPERED");
+        assert!(refused(&tampered, tool("ask", r#"{"a":1}"#)).contains("changed"));
+        assert!(refused(&sealed, tool("other", r#"{"a":1}"#)).contains("another tool"));
+        assert!(refused(&sealed, tool("ask", r#"{"a":2}"#)).contains("other arguments"));
+        assert!(refused("garbage", tool("ask", "{}")).contains("not one this server made"));
         let other = StateKey::random().unwrap_or_else(|e| panic!("{e}"));
         assert!(
-            other.open(&sealed, "ask", r#"{"a":1}"#).is_err(),
+            other.open(&sealed, tool("ask", r#"{"a":1}"#)).is_err(),
             "another server's key"
         );
+    }
+
+    /// Why `key` refuses `token` for `asking` (empty if it opens).
+    fn refusal(key: &StateKey, token: &str, asking: Asking<'_>) -> String {
+        key.open(token, asking)
+            .map(|_| String::new())
+            .unwrap_or_else(|e| e.message.to_string())
+    }
+
+    #[test]
+    fn a_prompt_state_opens_only_for_its_prompt_and_arguments() {
+        let key = StateKey::random().unwrap_or_else(|e| panic!("{e}"));
+        let asking = |kind, name, arguments| Asking {
+            kind,
+            name,
+            arguments,
+        };
+        let arguments = r#"{"topic":"rust"}"#;
+        let prompt = asking(Kind::Prompt, "summary", arguments);
+        let sealed = key.seal(prompt, Some("round 2".into()));
+        assert_eq!(
+            key.open(&sealed, prompt).ok(),
+            Some(Some("round 2".to_owned()))
+        );
+        let tampered = format!("x{sealed}");
+        assert!(refusal(&key, &tampered, prompt).contains("changed"));
+        let other_prompt = asking(Kind::Prompt, "other", arguments);
+        assert!(refusal(&key, &sealed, other_prompt).contains("another tool or prompt"));
+        let other_arguments = asking(Kind::Prompt, "summary", r#"{"topic":"go"}"#);
+        assert!(refusal(&key, &sealed, other_arguments).contains("other arguments"));
+        // A tool's state is never given to a prompt of the same name, nor the other way round.
+        let tool = asking(Kind::Tool, "summary", arguments);
+        let tool_state = key.seal(tool, Some("tool".into()));
+        assert!(refusal(&key, &tool_state, prompt).contains("another tool or prompt"));
+        assert!(refusal(&key, &sealed, tool).contains("another tool or prompt"));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! served directly): its context, its span and outcome, the tool's output as logging
 //! notifications and its reports as they come, and the rounds of a tool that asks for input.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -16,8 +16,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::asking::{self, Asking, Ended, Input, Kind, Round};
 use super::reports::{self, Notification, Report};
-use super::{McpServer, asking, lock};
+use super::{McpServer, lock};
 use crate::arguments::Arguments;
 use crate::asking::{Ask, Asker};
 use crate::content::InputRequired;
@@ -152,6 +153,9 @@ impl McpServer {
                 (error.kind().as_str(), error_result(error.model_message()))
             }
         };
+        if outcome == "ok" {
+            self.after_call(&host, &served, name).await;
+        }
         span.record("outcome", outcome);
         span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
@@ -185,18 +189,10 @@ impl McpServer {
             None if stateless => None,
             None => Some(self.level()),
         };
-        // A later round of a call that asked for input: the answers, and the tool's state
-        // (only if this server sealed it for this very call).
-        let responses = request.input_responses.take().unwrap_or_default();
-        asking::check_responses(&responses)?;
-        let mut input = Input {
-            responses,
-            state: match &request.request_state {
-                Some(token) => self
-                    .state_key()?
-                    .open(token, &request.name, arguments.text())?,
-                None => None,
-            },
+        let asking = Asking {
+            kind: Kind::Tool,
+            name: &request.name,
+            arguments: arguments.text(),
         };
         // What the tool's MCP server asks while it runs goes to the client of a session; a
         // stateless request has no client to ask until it has answered.
@@ -206,39 +202,30 @@ impl McpServer {
             Arc::new(asking::SessionAsker(cx.peer.clone()))
         };
         let asker = Asker(asker);
-        for _round in 0..asking::MAX_ROUNDS {
-            let streaming = Streaming {
-                cx: &cx,
-                name: &request.name,
-                arguments: &arguments,
-                level,
-                asker: asker.clone(),
-            };
-            let answer = self.answer_streaming(streaming, input).await;
-            let Some(asked) = answer.asked else {
-                return answer.result.map(Into::into);
-            };
-            if stateless {
-                let requests = asking::allowed(&asked, cx.meta.client_capabilities().as_ref())?;
-                let state = self
-                    .state_key()?
-                    .seal(&request.name, arguments.text(), asked.state);
-                return Ok(asking::input_required_result(requests, state).into());
+        let responses = request.input_responses.take();
+        let token = request.request_state.as_deref();
+        let (name, arguments, cx) = (&*request.name, &arguments, &cx);
+        let round = |input| {
+            let asker = asker.clone();
+            async move {
+                let streaming = Streaming {
+                    cx,
+                    name,
+                    arguments,
+                    level,
+                    asker,
+                };
+                let answer = self.answer_streaming(streaming, input).await;
+                match answer.asked {
+                    Some(asked) => Ok(Round::Asked(asked)),
+                    None => answer.result.map(Round::Done),
+                }
             }
-            // In a session the server asks the client itself, and calls again.
-            input = Input {
-                responses: asking::ask(&cx.peer, &asked).await?,
-                state: asked.state,
-            };
+        };
+        match self.rounds(asking, responses, token, cx, round).await? {
+            Ended::Done(result) => Ok(result.into()),
+            Ended::InputRequired(result) => Ok(result.into()),
         }
-        Err(ErrorData::internal_error(
-            format!(
-                "`{}` asked for input {} times without finishing; it was given up on",
-                request.name,
-                asking::MAX_ROUNDS
-            ),
-            None,
-        ))
     }
 }
 
@@ -360,7 +347,7 @@ impl McpServer {
         Ok(())
     }
 
-    fn state_key(&self) -> Result<Arc<asking::StateKey>, ErrorData> {
+    pub(super) fn state_key(&self) -> Result<Arc<asking::StateKey>, ErrorData> {
         lock(&self.shared.state_key).clone().ok_or_else(|| {
             ErrorData::internal_error(
                 "this server cannot seal request states (no randomness)",
@@ -368,14 +355,6 @@ impl McpServer {
             )
         })
     }
-}
-
-/// What a later round of a call gets: the client's answers and the tool's state (nothing in
-/// a first round).
-#[derive(Default)]
-pub(super) struct Input {
-    responses: BTreeMap<String, Value>,
-    state: Option<String>,
 }
 
 /// A round of a `tools/call` from rmcp's handler: its request, and who answers what is asked

@@ -47,6 +47,7 @@ mod reports;
 mod router;
 mod service;
 mod stdio;
+mod subscriptions;
 mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,7 +60,7 @@ use rmcp::model::{
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter, Tool,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -83,6 +84,8 @@ pub struct McpServer {
     shared: Arc<Shared>,
     /// The least level of the logging notifications this session's client wants.
     level: Arc<Mutex<LoggingLevel>>,
+    /// The resources this session's client subscribed to (`resources/subscribe`).
+    subscribed: subscriptions::Subscribed,
 }
 
 struct Shared {
@@ -99,6 +102,8 @@ struct Shared {
     /// What the `requestState`s of calls that ask for input are sealed with (none only if
     /// the system had no randomness to make it).
     state_key: Mutex<Option<Arc<asking::StateKey>>>,
+    /// Whoever subscribed to resources: sessions and listen streams.
+    subscribers: Mutex<Vec<subscriptions::Subscriber>>,
 }
 
 impl McpServer {
@@ -128,8 +133,10 @@ impl McpServer {
                         .ok()
                         .map(Arc::new),
                 ),
+                subscribers: Mutex::new(Vec::new()),
             }),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            subscribed: Arc::default(),
         }
     }
 
@@ -158,6 +165,7 @@ impl McpServer {
         Self {
             shared: self.shared.clone(),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            subscribed: Arc::default(),
         }
     }
 
@@ -330,17 +338,11 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let host = self.loaded_host().await;
-        offers::get(
-            &host,
-            &self.loaded_served().await.offers,
-            &request.name,
-            request.arguments,
-        )
-        .await
-        .map(Into::into)
+        let served = self.loaded_served().await;
+        offers::get(self, &host, &served.offers, request, &cx).await
     }
 
     async fn complete(
@@ -352,31 +354,53 @@ impl ServerHandler for McpServer {
         offers::complete(&host, &self.loaded_served().await.offers, request).await
     }
 
-    /// `subscriptions/listen` (revision 2026-07-28): the tools' list is the one thing that
-    /// changes, once, when the tools finish loading.
+    /// `subscriptions/listen` (revision 2026-07-28): the tools' list, which changes once,
+    /// when the tools finish loading; and resources (see [`subscriptions`]).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed.filter(|wanted| *wanted);
+        accepted.resource_subscriptions = self.accepted_resources(requested);
         Some(accepted)
     }
 
     /// Holds a subscription until the client ends it; tells it when the tools are loaded,
-    /// if they were not when it began.
+    /// if they were not when it began, and when its resources may have changed.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let resources = subscription.accepted().resource_subscriptions.clone();
+        let subscribed = resources.map(|uris| self.listen_for(subscription.sink().clone(), uris));
         if subscription.accepted().tools_list_changed == Some(true) && !self.is_loaded() {
-            tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
-                _ = self.loaded_host() => {}
-            }
-            if let Err(error) = subscription.sink().notify_tool_list_changed().await {
+            let loaded = tokio::select! {
+                () = subscription.cancelled() => false,
+                _ = self.loaded_host() => true,
+            };
+            if loaded && let Err(error) = subscription.sink().notify_tool_list_changed().await {
                 tracing::debug!("cannot tell a subscriber the tools are loaded: {error}");
             }
         }
         subscription.cancelled().await;
+        if let Some(subscribed) = subscribed {
+            self.forget(&subscribed);
+        }
         Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_resource(&request.uri, cx.peer).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribe_resource(&request.uri).await
     }
 
     async fn set_level(

@@ -1,22 +1,32 @@
 //! Resources, prompts and completion as `host mcp` serves them: what the toolbox's sources
 //! offer (0.2 components' `resources` and `prompts`), in MCP's shapes. The capabilities are
-//! announced only when something is offered.
+//! announced only when something is offered: `resources` with `subscribe` (see
+//! [`super::subscriptions`]) when there are resources.
 
+use std::collections::BTreeMap;
+
+use rmcp::RoleServer;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, GetPromptResult, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PromptMessage,
-    PromptsCapability, ReadResourceResult, Reference, ResourcesCapability, ServerCapabilities,
+    CompleteRequestParams, CompleteResult, CompletionInfo, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PromptMessage, PromptsCapability, ReadResourceResult, Reference,
+    ResourcesCapability, ServerCapabilities,
 };
+use rmcp::service::RequestContext;
 use serde_json::Value;
 
+use super::McpServer;
+use super::asking::{Asking, Ended, Kind, Round};
 use crate::host::Host;
 use crate::mcp::client::result;
-use crate::offers::{FilledPrompt, OfferError, Offers, Role};
+use crate::offers::{FilledPrompt, OfferError, Offers, PromptInput, PromptOutcome, Role};
 
 /// `capabilities` with resources, prompts and completion added for what `offers` has.
 pub(super) fn capabilities(capabilities: &mut ServerCapabilities, offers: &Offers) {
     if !offers.resources.is_empty() || !offers.templates.is_empty() {
-        capabilities.resources = Some(ResourcesCapability::default());
+        let mut resources = ResourcesCapability::default();
+        resources.subscribe = Some(true);
+        capabilities.resources = Some(resources);
     }
     if !offers.prompts.is_empty() {
         capabilities.prompts = Some(PromptsCapability::default());
@@ -127,17 +137,38 @@ pub(super) async fn read(
     Ok(ReadResourceResult::new(contents))
 }
 
-/// Fills in prompt `name` with `arguments` (values that are not strings as their JSON text).
+/// Whether `uri` can be subscribed to: a resource there is (listed, or of a template);
+/// -32602 with the URI in `data` when it is not, as for a read.
+pub(super) fn check_subscribable(offers: &Offers, uri: &str) -> Result<(), ErrorData> {
+    if offers.resources.is_empty() && offers.templates.is_empty() {
+        return Err(not_offered::<rmcp::model::SubscribeRequestMethod>());
+    }
+    if offers.has_resource(uri) {
+        return Ok(());
+    }
+    let shown: String = uri.chars().take(200).collect();
+    let message = format!(
+        "no resource has the URI `{shown}`; subscribe to one that resources/list or a resource \
+         template names"
+    );
+    Err(error_data(OfferError::NotFound(message), Some(uri)))
+}
+
+/// Fills in the prompt `request` names with its arguments (values that are not strings as
+/// their JSON text), in rounds when the prompt asks for input, as a tool's call does (see
+/// [`super::asking`]).
 pub(super) async fn get(
+    server: &McpServer,
     host: &Host,
     offers: &Offers,
-    name: &str,
-    arguments: Option<JsonObject>,
-) -> Result<GetPromptResult, ErrorData> {
+    request: GetPromptRequestParams,
+    cx: &RequestContext<RoleServer>,
+) -> Result<GetPromptResponse, ErrorData> {
     if offers.prompts.is_empty() {
         return Err(not_offered::<rmcp::model::GetPromptRequestMethod>());
     }
-    let arguments = arguments
+    let arguments: BTreeMap<String, String> = request
+        .arguments
         .unwrap_or_default()
         .into_iter()
         .map(|(key, value)| match value {
@@ -145,11 +176,40 @@ pub(super) async fn get(
             other => (key, other.to_string()),
         })
         .collect();
-    let filled: FilledPrompt = host
-        .toolbox()
-        .get_prompt(name, &arguments)
-        .await
-        .map_err(|error| error_data(error, None))?;
+    // The arguments as the state is sealed for: a map's JSON has its keys in order.
+    let sealed_for = serde_json::to_string(&arguments)
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let asking = Asking {
+        kind: Kind::Prompt,
+        name: &request.name,
+        arguments: &sealed_for,
+    };
+    let (name, arguments) = (request.name.as_str(), &arguments);
+    let round = |input: super::asking::Input| async move {
+        let input = PromptInput {
+            input_responses: input.responses,
+            request_state: input.state,
+        };
+        let outcome = host
+            .toolbox()
+            .get_prompt(name, arguments, &input)
+            .await
+            .map_err(|error| error_data(error, None))?;
+        Ok(match outcome {
+            PromptOutcome::Filled(filled) => Round::Done(filled),
+            PromptOutcome::InputRequired(asked) => Round::Asked(asked),
+        })
+    };
+    let responses = request.input_responses;
+    let token = request.request_state.as_deref();
+    match server.rounds(asking, responses, token, cx, round).await? {
+        Ended::Done(filled) => Ok(filled_result(filled).into()),
+        Ended::InputRequired(result) => Ok(result.into()),
+    }
+}
+
+/// A filled-in prompt as MCP has it.
+fn filled_result(filled: FilledPrompt) -> GetPromptResult {
     let messages = filled
         .messages
         .into_iter()
@@ -163,7 +223,7 @@ pub(super) async fn get(
         .collect();
     let mut result = GetPromptResult::new(messages);
     result.description = filled.description;
-    Ok(result)
+    result
 }
 
 /// Completes a prompt's argument; a resource template's get none.

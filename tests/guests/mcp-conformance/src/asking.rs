@@ -1,9 +1,11 @@
 //! The conformance suite's tools that ask for input before they finish (tool contract 0.2's
 //! `input-required`): over 2026-07-28 the host answers with an `InputRequiredResult` and the
-//! client calls again with its answers; over 2025-11-25 the host asks the client itself.
+//! client calls again with its answers; over 2025-11-25 the host asks the client itself. A
+//! prompt asks the same way.
 
 use serde_json::{Value, json};
 
+use crate::exports::toolhost::tool::prompts;
 use crate::exports::toolhost::tool::tools::{
     CallContext, Content, InputRequest, InputRequired, Outcome, ToolError, ToolResult,
 };
@@ -366,4 +368,52 @@ pub fn call(
         },
         _ => return None,
     })
+}
+
+/// The prompt that asks for input (SEP-2322: a request for input is not only a tool's): it
+/// asks the user for a context (`user_context`), then fills itself in with the answer. Its
+/// state carries which round it is in, to show that it comes back unchanged.
+pub fn prompt(context: &prompts::Context) -> Result<prompts::Outcome, prompts::PromptError> {
+    let answer = context
+        .input_responses
+        .iter()
+        .find(|(key, _)| key == "user_context")
+        .and_then(|(_, text)| serde_json::from_str::<Value>(text).ok());
+    let Some(answer) = answer else {
+        let question = json!({
+            "message": "What context should the prompt use?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "context": { "type": "string" } },
+                "required": ["context"],
+            },
+        });
+        return Ok(prompts::Outcome::InputRequired(prompts::InputRequired {
+            requests: vec![(
+                "user_context".to_owned(),
+                prompts::InputRequest {
+                    method: "elicitation/create".to_owned(),
+                    params: question.to_string(),
+                },
+            )],
+            state: Some("asked for the context".to_owned()),
+        }));
+    };
+    if context.request_state.as_deref() != Some("asked for the context") {
+        return Err(prompts::PromptError::Failed(format!(
+            "the state came back as {:?}",
+            context.request_state
+        )));
+    }
+    let text = format!(
+        "Use this context: {}",
+        answer["content"]["context"].as_str().unwrap_or("(none given)")
+    );
+    Ok(prompts::Outcome::Complete(prompts::Filled {
+        description: Some("A prompt filled in with what the user said.".to_owned()),
+        messages: vec![prompts::Message {
+            role: prompts::Role::User,
+            part: prompts::Part::Text(text),
+        }],
+    }))
 }

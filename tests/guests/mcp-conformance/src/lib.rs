@@ -1,7 +1,8 @@
 //! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`, server
 //! mode) calls by name, for `host mcp --http` to serve, written against tool contract 0.2
-//! (`wit/tool.wit`): text, images, audio, embedded resources, progress. The scenarios that
-//! still cannot pass are in `tests/mcp_server/conformance-baseline.yml`, each with its reason.
+//! (`wit/tool.wit`): text, images, audio, embedded resources, progress, requests for input
+//! (from tools and from a prompt), resources and prompts. What the suite's revisions still
+//! fail is in `tests/mcp_server/conformance-*.yml`, each with its reason.
 
 wit_bindgen::generate!({
     path: "../../../wit",
@@ -231,6 +232,14 @@ impl exports::toolhost::tool::resources::Guest for Conformance {
                 description: Some("A fixed binary resource (a PNG).".to_owned()),
                 mime_type: Some("image/png".to_owned()),
             },
+            // The one the subscription scenarios subscribe to.
+            resources::Resource {
+                uri: "test://watched-resource".to_owned(),
+                name: "watched-resource".to_owned(),
+                title: None,
+                description: Some("A resource to subscribe to.".to_owned()),
+                mime_type: Some("text/plain".to_owned()),
+            },
         ]
     }
 
@@ -252,6 +261,10 @@ impl exports::toolhost::tool::resources::Guest for Conformance {
         };
         if uri == "test://static-text" {
             let text = "This is the content of the static text resource.".to_owned();
+            return Ok(vec![contents("text/plain", resources::Body::Text(text))]);
+        }
+        if uri == "test://watched-resource" {
+            let text = "A resource to subscribe to.".to_owned();
             return Ok(vec![contents("text/plain", resources::Body::Text(text))]);
         }
         if uri == "test://static-binary" {
@@ -307,13 +320,22 @@ impl exports::toolhost::tool::prompts::Guest for Conformance {
                 vec![argument("resourceUri", "The URI of the resource to embed.")],
             ),
             prompt("test_prompt_with_image", "A prompt with an image.", vec![]),
+            prompt(
+                "test_input_required_result_prompt",
+                "Asks the user for a context first.",
+                vec![],
+            ),
         ]
     }
 
     fn get(
         name: String,
         arguments: Vec<(String, String)>,
-    ) -> Result<prompts::Filled, prompts::PromptError> {
+        context: prompts::Context,
+    ) -> Result<prompts::Outcome, prompts::PromptError> {
+        if name == "test_input_required_result_prompt" {
+            return asking::prompt(&context);
+        }
         let value = |key: &str| {
             arguments
                 .iter()
@@ -356,10 +378,10 @@ impl exports::toolhost::tool::prompts::Guest for Conformance {
                 )));
             }
         };
-        Ok(prompts::Filled {
+        Ok(prompts::Outcome::Complete(prompts::Filled {
             description: None,
             messages,
-        })
+        }))
     }
 
     fn complete(name: String, argument: String, value: String) -> Vec<String> {
