@@ -250,7 +250,7 @@ async fn a_components_resources_and_prompts_are_listed_read_and_filled_in() {
         offers.templates[0].uri_template,
         "test://template/{id}/data"
     );
-    assert_eq!(offers.prompts.len(), 4);
+    assert_eq!(offers.prompts.len(), 5);
     assert_eq!(offers.prompts[1].arguments[0].name, "arg1");
 
     let text = toolbox.read_resource("test://static-text").await.unwrap();

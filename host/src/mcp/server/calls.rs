@@ -143,16 +143,9 @@ impl McpServer {
                 // The tools changed between the look-up and the call.
                 return Answer::error(unknown_tool(&name, &available));
             }
-            Some(Err(error)) => {
-                match error.kind() {
-                    ErrorKind::InvalidArguments | ErrorKind::ToolFailed => {
-                        tracing::info!("{error}");
-                    }
-                    _ => tracing::warn!("{}", crate::error::chain(&error)),
-                }
-                (error.kind().as_str(), error_result(error.model_message()))
-            }
+            Some(Err(error)) => failed(&error),
         };
+        // A call that may have changed a resource of its component tells its subscribers.
         if outcome == "ok" {
             self.after_call(&host, &served, name).await;
         }
@@ -307,6 +300,16 @@ fn log_lines(stream: &str, log: &CapturedLog) -> Vec<(LoggingLevel, Value)> {
         ));
     }
     lines
+}
+
+/// A call that failed: its outcome and the error result with the model's text; logged at
+/// info when the tool or its arguments are at fault, else as a warning with its causes.
+fn failed(error: &CallError) -> (&'static str, CallToolResult) {
+    match error.kind() {
+        ErrorKind::InvalidArguments | ErrorKind::ToolFailed => tracing::info!("{error}"),
+        _ => tracing::warn!("{}", crate::error::chain(error)),
+    }
+    (error.kind().as_str(), error_result(error.model_message()))
 }
 
 pub(super) fn error_result(text: String) -> CallToolResult {
