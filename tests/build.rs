@@ -1,10 +1,12 @@
 //! Builds the guest components the tests load, from source, so `cargo test` alone is enough:
-//! the Rust example tools (`example-tools/`) and the test guests (`tests/guests/`). They are
-//! built for wasm32-wasip2 in release mode into `<target>/guests`, the same directory
-//! `just tools` uses, so neither builds them twice.
+//! the Rust example tools (`example-tools/`) and the test guests (`tests/guests/`). The Rust ones
+//! are built for wasm32-wasip2 in release mode into `<target>/guests`, the same directory
+//! `just tools` uses, so neither builds them twice; a test guest in another language (a
+//! directory with a `build.sh`, such as the Python `mcp-conformance-py`) by its script.
 //!
-//! Emits `components.rs` in `OUT_DIR`: one `&str` constant per component with its path, and
-//! `BUILD_ERROR`: why the guests could not be built, if they could not (a missing toolchain,
+//! Emits `components.rs` in `OUT_DIR`: one `&str` constant per component with its path,
+//! `SCRIPT_BUILD_ERRORS`: the guests whose script failed, with why, and
+//! `BUILD_ERROR`: why the Rust guests could not be built, if they could not (a missing toolchain,
 //! say). The build itself never fails for that: the tests that need a guest fail instead,
 //! with that message and the command that fixes it (as wasmtime's test-programs do).
 
@@ -74,6 +76,12 @@ fn main() {
             ));
         }
     }
+    let guests = tests_dir.join("guests");
+    let scripted = script_guests(&guests, &root.join("wit"), &target_dir, &mut constants);
+    constants.push_str(&format!(
+        "/// The guests built by a script that could not be, with why: path, error.\n\
+         pub const SCRIPT_BUILD_ERRORS: &[(&str, &str)] = &{scripted:?};\n"
+    ));
     let error = if errors.is_empty() {
         "None".to_owned()
     } else {
@@ -86,6 +94,104 @@ fn main() {
         "/// Why the guests could not be built, when they could not.\npub const BUILD_ERROR: Option<&str> = {error};\n"
     ));
     std::fs::write(out_dir.join("components.rs"), constants).expect("OUT_DIR is writable");
+}
+
+/// Builds the guests written in other languages, the directories of `guests` with a
+/// `build.sh` (`build.sh OUT.wasm`, as `scripts/build-tools.sh` runs the example tools'), into
+/// `<target_dir>/<directory>.wasm` (unless that is newer than the directory, `wit` and the
+/// toolchain), adding a constant for each to `constants`. Returns the ones that could not be
+/// built, with why: their tests fail with that, the others run.
+fn script_guests(
+    guests: &Path,
+    wit: &Path,
+    target_dir: &Path,
+    constants: &mut String,
+) -> Vec<(String, String)> {
+    for var in ["TOOLHOST_CACHE", "XDG_CACHE_HOME", "HOME"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    // Where the scripts find their toolchains (scripts/setup-toolchains.sh). While one is
+    // missing, cargo runs this again at every build, so installing it is enough.
+    let componentize = toolchains_dir().map(|dir| dir.join("venv/bin/componentize-py"));
+    if let Some(componentize) = &componentize {
+        println!("cargo:rerun-if-changed={}", componentize.display());
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(guests)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", guests.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join("build.sh").exists())
+        .collect();
+    dirs.sort();
+    let mut failed = Vec::new();
+    for dir in dirs {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let name = dir
+            .file_name()
+            .expect("a directory entry")
+            .to_string_lossy()
+            .into_owned();
+        let file = target_dir.join(format!("{name}.wasm"));
+        // The check build (clippy) and the test build each run this script: the second finds
+        // the component newer than what it is made of, and keeps it (and its compiled copy).
+        let inputs = [
+            Some(dir.clone()),
+            Some(wit.to_owned()),
+            componentize.clone(),
+        ];
+        let built = newest(&file);
+        let fresh = built.is_some() && inputs.iter().flatten().all(|input| newest(input) < built);
+        let output = (!fresh).then(|| Command::new(dir.join("build.sh")).arg(&file).output());
+        let error = match output {
+            None => None,
+            Some(Ok(output)) if output.status.success() => None,
+            Some(Ok(output)) => Some(format!(
+                "{}/build.sh failed; fix the error below, or run `scripts/setup-toolchains.sh`:\n{}",
+                dir.display(),
+                String::from_utf8_lossy(&output.stderr)
+            )),
+            Some(Err(e)) => Some(format!("cannot run {}/build.sh: {e}", dir.display())),
+        };
+        if let Some(error) = error {
+            println!("cargo:warning={}", error.lines().next().unwrap_or_default());
+            failed.push((file.display().to_string(), error));
+        }
+        constants.push_str(&format!(
+            "/// The `{name}` component, built by `{}/build.sh`.\npub const {}: &str = {:?};\n",
+            dir.display(),
+            name.replace('-', "_").to_uppercase(),
+            file.display().to_string()
+        ));
+    }
+    failed
+}
+
+/// When `path` last changed: a file's time, or the newest of a directory's files (its
+/// `__pycache__` aside); `None` when it does not exist.
+fn newest(path: &Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_dir() {
+        return meta.modified().ok();
+    }
+    std::fs::read_dir(path)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name() != "__pycache__")
+        .filter_map(|entry| newest(&entry.path()))
+        .max()
+}
+
+/// `$TOOLHOST_CACHE/toolchains`, as the scripts find it (`~/.cache/toolhost` by default).
+fn toolchains_dir() -> Option<PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let cache = var("TOOLHOST_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|dir| dir.join("toolhost")))
+        .or_else(|| var("HOME").map(|home| home.join(".cache/toolhost")))?;
+    Some(cache.join("toolchains"))
 }
 
 /// The member crates of a guest workspace: its subdirectories with a Cargo.toml.

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use toolhost_tests::cli::ManifestFile;
-use toolhost_tests::components::MCP_CONFORMANCE;
+use toolhost_tests::cli::{HostCommand, ManifestFile};
+use toolhost_tests::components::{MCP_CONFORMANCE, MCP_CONFORMANCE_PY};
 use toolhost_tests::mcp::{HttpServer, StdioServer, peers};
-use toolhost_tests::{host_binary, repo_root, target_dir};
+use toolhost_tests::{host_binary, repo_root, scripted, target_dir};
 
 /// The scenarios issue 8 requires to pass.
 const MUST_PASS: [&str; 32] = [
@@ -46,6 +47,64 @@ const MUST_PASS: [&str; 32] = [
     "server-sse-multiple-streams",
     "dns-rebinding-protection",
 ];
+
+/// The tools the Python conformance guest serves: what a result holds (images, audio, embedded
+/// resources) and what a tool reports while it runs (progress, log lines).
+const SERVED_BY_PYTHON: [&str; 6] = [
+    "test_image_content",
+    "test_audio_content",
+    "test_embedded_resource",
+    "test_multiple_content_types",
+    "test_tool_with_progress",
+    "test_logging_tool",
+];
+
+/// The manifest the suite runs against: the conformance guests in Python
+/// (tests/guests/mcp-conformance-py) and in Rust (tests/guests/mcp-conformance). Both describe
+/// the same tools, resources and prompts; a manifest offers a tool name once, so the Python one
+/// serves [`SERVED_BY_PYTHON`] and the Rust one the other tools. Resources and prompts go to the
+/// first component by name (docs/mcp.md), `conformance-python`: the host says at start that
+/// `conformance-rust` offers them again.
+fn conformance_manifest() -> ManifestFile {
+    static CHECKED: OnceLock<()> = OnceLock::new();
+    let python = scripted(MCP_CONFORMANCE_PY);
+    let manifest = ManifestFile::new(&format!(
+        "[components.conformance-python]\npath = {python:?}\ntools = {SERVED_BY_PYTHON:?}\n\n\
+         [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n"
+    ));
+    CHECKED.get_or_init(|| check_split(&manifest));
+    manifest
+}
+
+/// `host tools` on the conformance manifest: both guests describe the same tools, and each
+/// offers its share. It compiles the components too, as a deployment would: once, for the
+/// tests here (the other waits), so their servers start from the compile cache.
+fn check_split(manifest: &ManifestFile) {
+    let out = HostCommand::new("tools")
+        .arg(manifest.arg())
+        .arg("--json")
+        .run_blocking();
+    out.assert_success();
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    let names = |component: &Value, key: &str| -> Vec<String> {
+        let names = component[key].as_array().unwrap().iter();
+        names
+            .map(|t| t["name"].as_str().or(t.as_str()).unwrap().to_owned())
+            .collect()
+    };
+    let [python, rust] = [0, 1].map(|i| listed["components"][i].clone());
+    assert_eq!(python["name"], "conformance-python", "{listed}");
+    assert_eq!(
+        names(&python, "tools"),
+        names(&rust, "tools"),
+        "the two guests describe the same tools"
+    );
+    assert_eq!(names(&python, "offered"), SERVED_BY_PYTHON);
+    assert_eq!(
+        names(&rust, "offered").len(),
+        names(&rust, "tools").len() - SERVED_BY_PYTHON.len()
+    );
+}
 
 /// `tests/mcp_server/conformance-baseline.yml`: scenario, reason.
 fn baseline() -> (std::path::PathBuf, Vec<(String, String)>) {
@@ -130,7 +189,8 @@ async fn the_official_conformance_suite_passes_but_for_the_baseline() {
             "{scenario} must pass; it cannot be in the baseline"
         );
     }
-    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let manifest = conformance_manifest();
+    let server = HttpServer::start(&[manifest.arg()], &[]).await;
     let suite = [
         peers.conformance.as_os_str(),
         "server".as_ref(),
@@ -337,7 +397,8 @@ async fn tools_taken_from_an_mcp_server_keep_their_images_and_structured_results
 #[tokio::test]
 async fn each_revision_has_no_scored_failure_but_its_baseline() {
     let peers = peers();
-    let server = HttpServer::start(&[MCP_CONFORMANCE], &[]).await;
+    let manifest = conformance_manifest();
+    let server = HttpServer::start(&[manifest.arg()], &[]).await;
     for revision in ["2026-07-28", "2025-11-25"] {
         let (file, baseline) = baseline_in(&format!("conformance-{revision}.yml"));
         for (scenario, reason) in &baseline {

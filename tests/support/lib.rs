@@ -32,6 +32,20 @@ pub fn require_guests() {
     }
 }
 
+/// `component`, a guest built by its `build.sh` (`components::MCP_CONFORMANCE_PY`, say), once
+/// it is known to be built: fails the test with why it is not, and what to run, otherwise (a
+/// missing componentize-py, say).
+pub fn scripted(component: &'static str) -> &'static str {
+    require_guests();
+    if let Some((_, error)) = components::SCRIPT_BUILD_ERRORS
+        .iter()
+        .find(|(path, _)| *path == component)
+    {
+        panic!("this test needs {component}, which could not be built: {error}");
+    }
+    component
+}
+
 /// A runtime shared by the tests of one binary, with a compile cache of its own under the
 /// target directory (so repeated test runs do not recompile).
 pub fn runtime() -> Runtime {
