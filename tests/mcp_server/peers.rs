@@ -62,15 +62,15 @@ const SERVED_BY_PYTHON: [&str; 6] = [
 /// The manifest the suite runs against: the conformance guests in Python
 /// (tests/guests/mcp-conformance-py) and in Rust (tests/guests/mcp-conformance). Both describe
 /// the same tools, resources and prompts; a manifest offers a tool name once, so the Python one
-/// serves [`SERVED_BY_PYTHON`] and the Rust one the other tools. Resources and prompts go to the
-/// first component by name (docs/mcp.md), `conformance-python`: the host says at start that
-/// `conformance-rust` offers them again.
+/// serves [`SERVED_BY_PYTHON`] and the Rust one the other tools; the resources and prompts
+/// are the Python one's (the Rust one is given `resources = []` and `prompts = []`).
 fn conformance_manifest() -> ManifestFile {
     static CHECKED: OnceLock<()> = OnceLock::new();
     let python = scripted(MCP_CONFORMANCE_PY);
     let manifest = ManifestFile::new(&format!(
         "[components.conformance-python]\npath = {python:?}\ntools = {SERVED_BY_PYTHON:?}\n\n\
-         [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n"
+         [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n\
+         resources = []\nprompts = []\n"
     ));
     CHECKED.get_or_init(|| check_split(&manifest));
     manifest
