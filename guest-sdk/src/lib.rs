@@ -84,10 +84,17 @@
 
 extern crate self as toolhost_sdk;
 
+#[doc(hidden)]
+pub mod glue;
 pub mod http;
+mod offers;
 mod output;
 mod tool;
 
+pub use offers::{
+    Contents, Filled, Message, Offers, Part, Prompt, PromptArgument, PromptError, PromptReply,
+    ReadError, Resource, ResourceTemplate, Role,
+};
 pub use output::{Content, Output, ResourceContents, report};
 pub use tool::{Annotations, Ask, CallContext, Capability, Reply, Tool, ToolError};
 
@@ -99,13 +106,19 @@ pub trait Toolbox {
     fn tools() -> Vec<Tool>;
 }
 
-/// Exports a [`Toolbox`] as the component's `toolhost:tool/tools` interface.
+/// Exports a [`Toolbox`] as the component's `toolhost:tool/tools` interface, and with
+/// `offers = T` the resources and prompts of `T` ([`Offers`]) as its `resources` and
+/// `prompts` interfaces.
 ///
-/// Use it once per component, at the top level of the crate. When the crate is built for
-/// anything but wasm (its own unit tests), it exports nothing.
+/// Use it once per component, at the top level of the crate:
+/// `toolhost_sdk::export!(Files);` or `toolhost_sdk::export!(Files, offers = Files);`. When
+/// the crate is built for anything but wasm (its own unit tests), it exports nothing.
 #[macro_export]
 macro_rules! export {
     ($toolbox:ty) => {
+        $crate::export!($toolbox, offers = $crate::__private::Nothing);
+    };
+    ($toolbox:ty, offers = $offers:ty) => {
         #[doc(hidden)]
         #[allow(dead_code)]
         struct __ToolhostExport;
@@ -129,6 +142,50 @@ macro_rules! export {
             }
         }
 
+        impl $crate::__private::offered::ResourcesGuest for __ToolhostExport {
+            fn listed() -> ::std::vec::Vec<$crate::__private::offered::WitResource> {
+                $crate::__private::offered::listed::<$offers>()
+            }
+
+            fn templates() -> ::std::vec::Vec<$crate::__private::offered::WitTemplate> {
+                $crate::__private::offered::templates::<$offers>()
+            }
+
+            fn read(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<$crate::__private::offered::WitContents>,
+                $crate::__private::offered::WitReadError,
+            > {
+                $crate::__private::offered::read::<$offers>(&uri)
+            }
+        }
+
+        impl $crate::__private::offered::PromptsGuest for __ToolhostExport {
+            fn listed() -> ::std::vec::Vec<$crate::__private::offered::WitPrompt> {
+                $crate::__private::offered::prompts::<$offers>()
+            }
+
+            fn get(
+                name: ::std::string::String,
+                arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+                context: $crate::__private::offered::WitPromptContext,
+            ) -> ::std::result::Result<
+                $crate::__private::offered::WitPromptOutcome,
+                $crate::__private::offered::WitPromptError,
+            > {
+                $crate::__private::offered::get::<$offers>(&name, &arguments, context)
+            }
+
+            fn complete(
+                name: ::std::string::String,
+                argument: ::std::string::String,
+                value: ::std::string::String,
+            ) -> ::std::vec::Vec<::std::string::String> {
+                <$offers as $crate::Offers>::complete(&name, &argument, &value)
+            }
+        }
+
         // Off wasm (a tool crate's own unit tests) there is nothing to export to.
         #[cfg(target_family = "wasm")]
         $crate::__private::bindings::__export_toolbox!(
@@ -142,12 +199,14 @@ macro_rules! export {
 pub mod __private {
     pub use wit_bindgen;
 
-    /// The generated bindings of the `toolhost:tool/toolbox` world.
+    /// The generated bindings of the `toolhost:tool/toolbox-with-resources-and-prompts`
+    /// world: every component the SDK builds exports `resources` and `prompts`, empty unless
+    /// it offers some (the host announces only what is offered).
     #[allow(missing_docs, unsafe_code, unused_qualifications)]
     pub mod bindings {
         wit_bindgen::generate!({
             path: "../wit",
-            world: "toolbox",
+            world: "toolbox-with-resources-and-prompts",
             pub_export_macro: true,
             export_macro_name: "__export_toolbox",
             runtime_path: "::toolhost_sdk::__private::wit_bindgen::rt",
@@ -161,9 +220,12 @@ pub mod __private {
         ToolResult as WitToolResult, ToolSpec,
     };
 
+    pub use crate::offers::Nothing;
     use crate::{
         CallContext, Capability, Content, Output, Reply, ResourceContents, Tool, ToolError,
     };
+
+    pub use crate::glue as offered;
 
     /// The specs of `tools`, as the host reads them.
     pub fn describe(tools: Vec<Tool>) -> Vec<ToolSpec> {
@@ -243,6 +305,17 @@ pub mod __private {
         }
     }
 
+    /// The answers the host passes (JSON texts, which it checked are objects), parsed.
+    pub fn answers(answers: Vec<(String, String)>) -> Vec<(String, serde_json::Value)> {
+        answers
+            .into_iter()
+            .map(|(key, answer)| {
+                let answer = serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null);
+                (key, answer)
+            })
+            .collect()
+    }
+
     /// Runs the tool called `name`.
     pub fn call(
         tools: Vec<Tool>,
@@ -260,14 +333,7 @@ pub mod __private {
         let context = CallContext {
             call_id: context.call_id,
             values: context.values,
-            input_responses: context
-                .input_responses
-                .into_iter()
-                .map(|(key, answer)| {
-                    let answer = serde_json::from_str(&answer).unwrap_or(serde_json::Value::Null);
-                    (key, answer)
-                })
-                .collect(),
+            input_responses: answers(context.input_responses),
             request_state: context.request_state,
         };
         tool.call(arguments, &context)

@@ -426,4 +426,15 @@ async fn a_note_that_exists_is_overwritten_only_once_the_user_says_so() {
     let done = write("eggs", Some(yes)).await.expect("answered");
     assert!(done.input_required.is_none());
     assert!(saved().contains("eggs"), "overwritten once accepted");
+
+    // The notes are resources too (the SDK's `Offers`), read with the component's grants.
+    let offers = toolbox.offers();
+    assert_eq!(offers.templates[0].uri_template, "note://{title}");
+    let read = toolbox
+        .read_resource("note://Todo")
+        .await
+        .expect("the note");
+    assert_eq!(read[0].text.as_deref(), Some("# Todo\n\neggs\n"));
+    let missing = toolbox.read_resource("note://nothing").await.unwrap_err();
+    assert!(missing.to_string().contains("no note titled"), "{missing}");
 }

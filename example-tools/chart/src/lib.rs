@@ -55,8 +55,9 @@ fn bar_chart(args: BarChart, _: &CallContext) -> Result<Output, ToolError> {
     }
     if let Some(bad) = args.bars.iter().find(|b| !b.value.is_finite() || b.value < 0.0) {
         return Err(ToolError::invalid_arguments(format!(
-            "the value of `{}` must be a number of 0 or more, not {}",
-            bad.label, bad.value
+            "the value of `{}` is {}; send a number of 0 or more, such as \
+             {{\"label\": {:?}, \"value\": 0}}",
+            bad.label, bad.value, bad.label
         )));
     }
     let largest = args.bars.iter().map(|b| b.value).fold(0.0, f64::max);

@@ -1,5 +1,5 @@
 //! Files: list and read what is under a granted directory, write notes into another (asking
-//! the user before one overwrites a note that exists).
+//! the user before one overwrites a note that exists), and serve the notes as resources.
 
 use std::fs;
 use std::io::Read as _;
@@ -8,7 +8,10 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use toolhost_sdk::{Ask, CallContext, Capability, Content, Output, Reply, Tool, ToolError, Toolbox};
+use toolhost_sdk::{
+    Ask, CallContext, Capability, Content, Contents, Offers, Output, ReadError, Reply,
+    ResourceContents, ResourceTemplate, Tool, ToolError, Toolbox,
+};
 
 /// Where notes go; the host must grant this directory read-write.
 const NOTES_DIR: &str = "/notes";
@@ -225,4 +228,41 @@ impl Toolbox for Files {
     }
 }
 
-toolhost_sdk::export!(Files);
+/// The notes as resources (`note://{title}`), for MCP clients to read; a note's title makes
+/// its URI as it makes its file name.
+impl Offers for Files {
+    fn templates() -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate {
+            uri_template: "note://{title}".into(),
+            name: "note".into(),
+            title: Some("A note".into()),
+            description: Some("A note saved by write_note, by its title".into()),
+            mime_type: Some("text/markdown".into()),
+        }]
+    }
+
+    fn read(uri: &str) -> Result<Vec<Contents>, ReadError> {
+        let Some(title) = uri.strip_prefix("note://") else {
+            return Err(ReadError::NotFound(format!(
+                "{uri} is not a note; notes are note://TITLE"
+            )));
+        };
+        let path = Path::new(NOTES_DIR).join(format!("{}.md", slug(title)));
+        match fs::read_to_string(&path) {
+            Ok(text) => Ok(vec![Contents {
+                uri: uri.to_owned(),
+                mime_type: Some("text/markdown".into()),
+                body: ResourceContents::Text(text),
+            }]),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ReadError::NotFound(
+                format!("there is no note titled {title:?}"),
+            )),
+            Err(e) => Err(ReadError::Failed(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
+        }
+    }
+}
+
+toolhost_sdk::export!(Files, offers = Files);

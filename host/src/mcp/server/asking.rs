@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::asking::{Ask, AskError};
 use super::McpServer;
+use crate::asking::{Ask, AskError};
 use crate::content::{InputRequest, InputRequired};
 
 /// How many times a request may ask for input before it is given up on.
