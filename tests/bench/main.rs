@@ -18,8 +18,13 @@
 //!   its start time and memory, and how soon a cancelled call frees its instance
 //!   (`BENCH=mcp just bench` for that part alone).
 //!
+//! - **reports** (`reports.rs`): what a tool's progress reports and log lines cost a call;
+//! - **a baseline host** (`mcp/versus.rs`, with `BENCH_BASELINE_HOST=path`): a text-only
+//!   call through an older `host` binary against this one, over `host mcp` on stdio.
+//!
 //! Reports medians (and p90) and ratios; the last line has the key figures as `key=value`.
-//! `BENCH=calls just bench` runs the first section alone (host, raw and process calls).
+//! `BENCH=calls just bench` runs the first section alone (host, raw and process calls,
+//! reports, the baseline host).
 //! No thresholds: the figures are for reading. `BENCH_ITERATIONS` sets the number of host and
 //! raw calls (2000); `BENCH_PROFILE=<component>` only calls that component in a loop for
 //! `BENCH_SECONDS` (10), for a profiler such as `perf record`.
@@ -30,12 +35,13 @@ mod mcp;
 mod memory;
 mod parallel;
 mod profile;
+mod reports;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
-use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, MISBEHAVE, WEATHER};
+use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, WEATHER};
 
 const ARGUMENTS: &str = r#"{"a": 1, "b": 2}"#;
 
@@ -139,7 +145,8 @@ async fn run() -> anyhow::Result<()> {
         "process_over_host",
         format!("{:.0}", ratio(process.median, host.median)),
     );
-    progress_cost(&runtime, iterations, &mut summary).await?;
+    reports::report(&runtime, iterations, &mut summary).await?;
+    mcp::versus::report(iterations, &mut summary).await?;
     // `BENCH=calls just bench`: only the calls above.
     if std::env::var("BENCH").as_deref() == Ok("calls") {
         println!("{}", summary.line());
@@ -174,72 +181,6 @@ async fn run() -> anyhow::Result<()> {
         load_average()
     );
     println!("{}", summary.line());
-    Ok(())
-}
-
-/// Counts the reports it is given, as an MCP client's forwarding would take them.
-#[derive(Default)]
-struct Counter(std::sync::atomic::AtomicUsize);
-
-impl toolhost::sandbox::CallObserver for Counter {
-    fn progress(&self, _: &str, _: &toolhost::sandbox::Progress) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-    fn log(&self, _: &str, _: toolhost::sandbox::LogLevel, _: &str) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// What reporting costs a call (tool contract 0.2's `report`): the same tool reporting
-/// progress 1,000 times (through the SDK, which passes only news to the host), and progress
-/// and a log line 1,000 times each, with an observer as `host mcp` attaches one, against it
-/// reporting nothing; side by side, alternating.
-async fn progress_cost(
-    runtime: &Runtime,
-    iterations: usize,
-    summary: &mut Summary,
-) -> anyhow::Result<()> {
-    let toolbox = Toolbox::builder(runtime)
-        .component(ComponentConfig::new(MISBEHAVE))
-        .build()
-        .await?;
-    let observer = std::sync::Arc::new(Counter::default());
-    let context = CallContext {
-        observer: Some(toolhost::sandbox::Observer(observer.clone())),
-        ..CallContext::default()
-    };
-    let rounds = (iterations / 10).max(50);
-    // Each kind against silent calls alternating with it, so that both meet the same
-    // conditions (a heavier call before a light one slows the light one).
-    let pair = async |reporting: &str| -> anyhow::Result<(Stats, Stats)> {
-        let (mut silent, mut loud) = (Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            for (arguments, samples) in [(r#"{"times": 0}"#, &mut silent), (reporting, &mut loud)] {
-                let started = Instant::now();
-                toolbox.call("report", arguments, &context).await?;
-                samples.push(started.elapsed());
-            }
-        }
-        Ok((Stats::of(silent), Stats::of(loud)))
-    };
-    let (silent, progress) = pair(r#"{"times": 1000, "log": false}"#).await?;
-    let (silent_too, logging) = pair(r#"{"times": 1000}"#).await?;
-    println!();
-    silent.row("a call that reports nothing");
-    progress.row("  reporting progress 1000x");
-    silent_too.row("a call that reports nothing (again)");
-    logging.row("  progress and a log line 1000x each");
-    let over = ratio(progress.median, silent.median);
-    println!("progress 1000x / silent:      {over:>8.2}x");
-    println!(
-        "progress and logs / silent:   {:>8.2}x",
-        ratio(logging.median, silent_too.median)
-    );
-    println!(
-        "    ({} reports passed on in {rounds} reporting calls: the rate bound)",
-        observer.0.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    summary.add("progress_1000_over_silent", format!("{over:.2}"));
     Ok(())
 }
 

@@ -122,7 +122,8 @@ pub(crate) async fn call_tool(
     };
     let mut reports = ReportCounts::default();
     let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
-        store.data_mut().reports = CallReports::new(tool, context.observer.clone());
+        store.data_mut().reports =
+            CallReports::new(tool, context.observer.clone(), runtime.report_clock());
         let result = instance.call(store, tool, arguments, &wit_context).await;
         reports = store.data_mut().reports.finish();
         result

@@ -14,6 +14,7 @@ use wasmtime::{
 
 use super::cache::{CompileCache, CompileEvent, default_cache_dir};
 use crate::sandbox::Sandbox;
+use crate::sandbox::report::CoarseClock;
 use crate::sandbox::store::{StoreSettings, StoreState, new_store};
 
 /// Told when a component has to be compiled (it is not in the cache) and when that is over,
@@ -100,6 +101,8 @@ struct Inner {
     epoch_tick: Duration,
     file_io_on_call_thread: bool,
     ticker_stop: Arc<AtomicBool>,
+    /// The milliseconds the epoch thread counts, for the rate bound of tools' reports.
+    report_clock: CoarseClock,
     /// One permit per instance slot of the pool for calls; none without pooling.
     slots: Option<Arc<Semaphore>>,
     /// One permit per spare instance.
@@ -145,7 +148,13 @@ impl Runtime {
             cache.open()?;
         }
         let ticker_stop = Arc::new(AtomicBool::new(false));
-        start_ticker(engine.clone(), config.epoch_tick, ticker_stop.clone())?;
+        let report_clock = CoarseClock::default();
+        start_ticker(
+            engine.clone(),
+            config.epoch_tick,
+            ticker_stop.clone(),
+            report_clock.clone(),
+        )?;
 
         Ok(Self {
             inner: Arc::new(Inner {
@@ -156,6 +165,7 @@ impl Runtime {
                 epoch_tick: config.epoch_tick,
                 file_io_on_call_thread: config.file_io_on_call_thread,
                 ticker_stop,
+                report_clock,
                 slots: config
                     .pooling
                     .then(|| Arc::new(Semaphore::new(config.max_concurrent_calls as usize))),
@@ -168,6 +178,11 @@ impl Runtime {
     /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// The clock the rate bound of tools' reports reads.
+    pub(crate) fn report_clock(&self) -> CoarseClock {
+        self.inner.report_clock.clone()
     }
 
     pub(crate) fn linker(&self) -> &Linker<StoreState> {
@@ -298,14 +313,22 @@ fn nothing_swaps(swaps: Option<&str>) -> bool {
     swaps.is_some_and(|swaps| swaps.lines().skip(1).all(|line| line.trim().is_empty()))
 }
 
-/// Advances the engine's epoch every `tick` on a thread of its own, until `stop` is set.
-fn start_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+/// Advances the engine's epoch, and `clock` to the milliseconds since the start, every
+/// `tick` on a thread of its own, until `stop` is set.
+fn start_ticker(
+    engine: Engine,
+    tick: Duration,
+    stop: Arc<AtomicBool>,
+    clock: CoarseClock,
+) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     std::thread::Builder::new()
         .name("toolhost-epoch".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(tick);
                 engine.increment_epoch();
+                clock.advance_to(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
             }
         })
         .context("cannot start the epoch thread")?;

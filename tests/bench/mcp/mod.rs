@@ -6,6 +6,7 @@
 //! resident memory; and how soon a cancelled spinning call frees its instance.
 
 mod client;
+pub mod versus;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -69,14 +69,26 @@ struct Times {
     times: u32,
     /// Whether to write a log line with each progress report (yes unless `false`).
     log: Option<bool>,
+    /// Whether to call the WIT import for every progress report, as a tool written without
+    /// the SDK would (no unless `true`; the SDK passes only news to the host).
+    direct: Option<bool>,
 }
 
 /// Reports progress and writes a log line `times` times each, as fast as it can.
 fn report(args: Times) -> Result<String, ToolError> {
     let total = f64::from(args.times);
     let log = args.log.unwrap_or(true);
+    let direct = args.direct.unwrap_or(false);
     for done in 1..=args.times {
-        toolhost_sdk::report::progress(f64::from(done), Some(total), None);
+        if direct {
+            toolhost_sdk::__private::bindings::toolhost::tool::report::progress(
+                f64::from(done),
+                Some(total),
+                None,
+            );
+        } else {
+            toolhost_sdk::report::progress(f64::from(done), Some(total), None);
+        }
         if log {
             toolhost_sdk::report::log(toolhost_sdk::report::Level::Info, &format!("line {done}"));
         }
