@@ -345,7 +345,7 @@ async fn the_python_sdk_lists_the_example_tools_and_calls_square_root() {
             .iter()
             .map(|tool| tool["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names.len(), 20, "{names:?}");
+        assert_eq!(names.len(), 21, "{names:?}");
         assert_eq!(&names[..3], ["add", "multiply", "square_root"]);
         let result = &printed["result"];
         assert_eq!(result["isError"], false, "{result}");

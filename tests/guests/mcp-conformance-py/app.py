@@ -197,6 +197,14 @@ class Resources(exports.Resources):
                 description="A fixed binary resource (a PNG).",
                 mime_type="image/png",
             ),
+            # The one the subscription scenarios subscribe to.
+            resources.Resource(
+                uri="test://watched-resource",
+                name="watched-resource",
+                title=None,
+                description="A resource to subscribe to.",
+                mime_type="text/plain",
+            ),
         ]
 
     def templates(self):
@@ -213,6 +221,9 @@ class Resources(exports.Resources):
     def read(self, uri: str):
         if uri == "test://static-text":
             body = resources.Body_Text("This is the content of the static text resource.")
+            return [resources.Contents(uri, "text/plain", body)]
+        if uri == "test://watched-resource":
+            body = resources.Body_Text("A resource to subscribe to.")
             return [resources.Contents(uri, "text/plain", body)]
         if uri == "test://static-binary":
             return [resources.Contents(uri, "image/png", resources.Body_Blob(PNG))]

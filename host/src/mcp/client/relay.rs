@@ -13,6 +13,7 @@
 //!   cannot be told apart, and the request is refused saying so.
 
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
@@ -26,7 +27,7 @@ use serde_json::Value;
 
 use crate::asking::Asker;
 use crate::sandbox::LogLevel;
-use crate::sandbox::report::{CallReports, ReportCounts};
+use crate::sandbox::report::{CallReports, CoarseClock, ReportCounts};
 use crate::source::CallContext;
 
 /// How many progress notifications that came before their call knew its token are kept.
@@ -55,7 +56,21 @@ struct Entry {
 struct Running {
     tool: String,
     reports: Mutex<CallReports>,
+    /// The reports' rate bound reads this; set from `started` at each notification (a
+    /// server's notifications are far rarer than a component's reports, so a clock read
+    /// each costs nothing that matters).
+    clock: CoarseClock,
+    started: Instant,
     asker: Option<Asker>,
+}
+
+impl Running {
+    /// Its reports, with their clock brought to now.
+    fn reports(&self) -> MutexGuard<'_, CallReports> {
+        let millis = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.clock.advance_to(millis);
+        lock(&self.reports)
+    }
 }
 
 /// Whom a server's request for input goes to.
@@ -78,10 +93,16 @@ impl Calls {
         inner.running.push(Entry {
             id,
             token: None,
-            call: Arc::new(Running {
-                tool: tool.to_owned(),
-                reports: Mutex::new(CallReports::new(tool, context.observer.clone())),
-                asker: context.asker.clone(),
+            call: Arc::new({
+                let clock = CoarseClock::default();
+                let reports = CallReports::new(tool, context.observer.clone(), clock.clone());
+                Running {
+                    tool: tool.to_owned(),
+                    reports: Mutex::new(reports),
+                    clock,
+                    started: Instant::now(),
+                    asker: context.asker.clone(),
+                }
             }),
         });
         Registered {
@@ -141,7 +162,7 @@ impl Calls {
             _ => None,
         };
         match only {
-            Some(call) => lock(&call.reports).log(level, text),
+            Some(call) => call.reports().log(level, text),
             None => {
                 let logger = message.logger.as_deref().unwrap_or("");
                 match level {
@@ -214,7 +235,8 @@ fn shared_asker(several: &[Entry]) -> Result<Target, String> {
 }
 
 fn report(call: &Running, progress: ProgressNotificationParam) {
-    lock(&call.reports).progress(progress.progress, progress.total, progress.message);
+    call.reports()
+        .progress(progress.progress, progress.total, progress.message);
 }
 
 /// A call as [`Calls`] knows it, until it is dropped.
