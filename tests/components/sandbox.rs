@@ -189,18 +189,23 @@ async fn without_a_grant_there_is_no_file_system() {
     assert_eq!(error.kind(), ErrorKind::ToolFailed);
 }
 
-#[tokio::test]
-async fn a_read_only_directory_cannot_be_written() {
-    let notes = tempfile::tempdir().expect("a temporary directory");
-    let dir = notes.path().to_owned();
-    let toolbox = load(FILES, move |config| {
+/// The files component with `dir` granted as its `/notes`, writable or not.
+async fn files_with_notes(dir: &Path, write: bool) -> Toolbox {
+    let dir = dir.to_owned();
+    load(FILES, move |config| {
         config.grants.dirs.push(DirGrant {
             host: dir,
             guest: "/notes".into(),
-            write: false,
+            write,
         });
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_read_only_directory_cannot_be_written() {
+    let notes = tempfile::tempdir().expect("a temporary directory");
+    let toolbox = files_with_notes(notes.path(), false).await;
     let error = toolbox
         .call("write_note", r#"{"title": "x", "text": "y"}"#, &context())
         .await
@@ -374,15 +379,7 @@ async fn raw_sockets_need_a_grant() {
 #[tokio::test]
 async fn a_note_that_exists_is_overwritten_only_once_the_user_says_so() {
     let notes = tempfile::tempdir().expect("a temporary directory");
-    let dir = notes.path().to_owned();
-    let toolbox = load(FILES, move |config| {
-        config.grants.dirs.push(DirGrant {
-            host: dir,
-            guest: "/notes".into(),
-            write: true,
-        });
-    })
-    .await;
+    let toolbox = files_with_notes(notes.path(), true).await;
     let write = |text: &str, answer: Option<serde_json::Value>| {
         let arguments = json!({ "title": "Todo", "text": text }).to_string();
         let context = CallContext {

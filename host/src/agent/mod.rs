@@ -64,6 +64,7 @@ mod conversation;
 mod error;
 mod execute;
 mod guard;
+mod plan;
 mod record;
 mod run;
 mod select;

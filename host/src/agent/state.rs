@@ -45,10 +45,6 @@ pub(crate) struct Turn {
     pub offered: BTreeSet<String>,
     /// The calls that need approval, with their decisions once made.
     pub approvals: Vec<PendingCall>,
-    /// Whether its calls have run once: what was settled without running is in the audit
-    /// log, and only the calls that asked for input run again.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub started: bool,
     /// The calls that finished while others asked for input; their results go back to the
     /// model with the others'.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -75,10 +71,10 @@ impl Turn {
         self.asking.iter().filter(|a| a.answer.is_none())
     }
 
-    /// Whether call `id` runs in this pass: every call the first time, then only those
-    /// that asked for input.
+    /// Whether call `id` runs in this pass: every call the first time, then (the turn waited
+    /// for input) only those that asked.
     pub fn runs_now(&self, id: &str) -> bool {
-        !self.started || self.asking.iter().any(|asking| asking.call_id == id)
+        self.asking.is_empty() || self.asking.iter().any(|asking| asking.call_id == id)
     }
 }
 
