@@ -8,6 +8,7 @@
 
 mod bad;
 mod cli;
+mod conformance;
 mod everything;
 mod host_mcp;
 mod lifecycle;

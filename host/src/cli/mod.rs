@@ -2,6 +2,7 @@
 
 mod approve;
 mod call;
+mod conformance;
 mod form;
 mod inspect;
 mod mcp;
@@ -122,6 +123,9 @@ enum Command {
     ///   host mcp files.wasm --dir ./data::/data --allow-http api.example.com
     #[command(verbatim_doc_comment)]
     Mcp(Box<mcp::McpArgs>),
+    /// The client under test of the MCP conformance suite's client leg (for the suite)
+    #[command(hide = true)]
+    ConformanceClient(conformance::ConformanceClientArgs),
 }
 
 /// Runs the command `args` names.
@@ -145,6 +149,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,
+            Command::ConformanceClient(command) => command.run(&runtime).await,
         }
     };
     // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the

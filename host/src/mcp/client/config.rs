@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
+
 use crate::manifest::Manifest;
 use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
 use crate::sandbox::{EnvGrant, Limits};
@@ -55,6 +57,11 @@ pub struct McpServerConfig {
     /// The directories it is told of when it asks for roots (`roots/list`), absolute; none
     /// by default (and then the host does not offer roots at all).
     pub roots: Vec<PathBuf>,
+    /// The MCP revision to speak (one of
+    /// [`PROTOCOL_VERSIONS`](crate::manifest::mcp_server::PROTOCOL_VERSIONS)); `None`
+    /// negotiates: 2026-07-28 (stateless, `server/discover`) when the server speaks it, else
+    /// the dated revision it answers `initialize` with.
+    pub protocol: Option<String>,
 }
 
 impl McpServerConfig {
@@ -98,6 +105,7 @@ impl McpServerConfig {
             required: true,
             sampling: false,
             roots: Vec::new(),
+            protocol: None,
         }
     }
 
@@ -117,6 +125,27 @@ impl McpServerConfig {
             headers.push((name.to_owned(), value.to_owned()));
         }
         self
+    }
+
+    /// The revision [`protocol`](Self::protocol) pins, if any; the error says it is not one
+    /// the host speaks.
+    pub(super) fn protocol_version(&self) -> Result<Option<ProtocolVersion>, String> {
+        let Some(pinned) = &self.protocol else {
+            return Ok(None);
+        };
+        ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .find(|known| known.as_str() == pinned)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "MCP server `{}`: `protocol = {pinned:?}` is not an MCP revision the host \
+                     speaks (one of {})",
+                    self.name,
+                    crate::manifest::mcp_server::PROTOCOL_VERSIONS.join(", ")
+                )
+            })
     }
 
     /// What it runs or where it is: the command line, or the URL.
@@ -221,6 +250,7 @@ impl McpServerConfig {
             required: entry.required,
             sampling: entry.sampling,
             roots: entry.roots.iter().map(|root| base.join(root)).collect(),
+            protocol: entry.protocol.clone(),
         }
     }
 }
