@@ -13,7 +13,7 @@ use super::output::{print, print_json};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The component file (.wasm)
+    /// The component file (.wasm), or oci://REGISTRY/REPO:TAG (pulled into the cache)
     component: PathBuf,
 
     /// Print JSON instead of text
