@@ -51,6 +51,7 @@ impl Registry {
         plain_http: bool,
         read_timeout: Duration,
     ) -> Result<Self, OciError> {
+        install_crypto_provider();
         let plain = plain_http || reference.is_loopback();
         let config = ClientConfig {
             protocol: if plain {
@@ -259,6 +260,16 @@ impl Registry {
             (None, _) => request,
         })
     }
+}
+
+/// oci-client's HTTP client (reqwest 0.13 without a TLS provider of its own, as rmcp's) uses
+/// the process's default rustls provider and panics without one: make it ring, which the host
+/// already builds (as `mcp::client::http` does). An application's own provider is kept.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 fn too_large(reference: &ComponentRef, what: &'static str, limit: u64) -> OciError {
