@@ -53,9 +53,44 @@ pub struct RegistryEntry {
 
 /// How signatures are checked: against a public key (cosign's `--key`).
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "VerifyKeys")]
 pub struct VerifyEntry {
     /// A P-256 public key in PEM (what `cosign generate-key-pair` writes as `cosign.pub`),
     /// relative to the manifest's directory.
     pub key: PathBuf,
+}
+
+/// `verify` as written: a key, or the keyless form (`identity`, `issuer`), which is refused
+/// with why rather than as an unknown key, so it is never taken for no policy.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifyKeys {
+    key: Option<PathBuf>,
+    identity: Option<String>,
+    issuer: Option<String>,
+}
+
+impl TryFrom<VerifyKeys> for VerifyEntry {
+    type Error = String;
+
+    fn try_from(keys: VerifyKeys) -> Result<Self, String> {
+        match keys {
+            VerifyKeys {
+                identity: None,
+                issuer: None,
+                key: Some(key),
+            } => Ok(Self { key }),
+            VerifyKeys {
+                identity: None,
+                issuer: None,
+                key: None,
+            } => Err("`verify` names no key: write verify = { key = \"keys/NAME.pub\" }".into()),
+            _ => Err(
+                "keyless verification (`identity`, `issuer`) is not supported: it needs \
+                 Sigstore's trust root and transparency log, online; verify with a public key: \
+                 verify = { key = \"keys/NAME.pub\" } (docs/sharing.md)"
+                    .into(),
+            ),
+        }
+    }
 }
