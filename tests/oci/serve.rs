@@ -99,7 +99,10 @@ fn a_manifest_path_call_and_inspect_take_references() {
     let registry = Registry::start();
     let workspace = Workspace::new();
     let reference = registry.reference("tools/calculator:1");
-    workspace.push(CALCULATOR, &reference);
+    let digest = workspace.push(CALCULATOR, &reference)["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     let out = workspace
         .host("call")
@@ -113,10 +116,13 @@ fn a_manifest_path_call_and_inspect_take_references() {
         .args([reference.as_str(), "--json"])
         .run_blocking();
     out.assert_success();
+    let inspected = out.json();
     assert_eq!(
-        out.json()["sha256"],
+        inspected["sha256"],
         sha256_of(CALCULATOR).trim_start_matches("sha256:")
     );
+    assert_eq!(inspected["path"], reference.as_str());
+    assert_eq!(inspected["oci"]["digest"], digest.as_str());
 
     let manifest = workspace.manifest(&format!(
         "[components.calc]\npath = \"{reference}\"\nprefix = \"calc_\"\n"
@@ -131,6 +137,7 @@ fn a_manifest_path_call_and_inspect_take_references() {
     let out = workspace.host("tools").arg(&manifest).run_blocking();
     out.assert_success();
     assert!(out.stdout.contains(&reference), "{}", out.stdout);
+    assert!(out.stdout.contains(&digest), "{}", out.stdout);
 }
 
 #[test]

@@ -210,9 +210,11 @@ fn offline(
         reference: reference.to_string(),
         source: Box::new(error),
     };
-    let digest = match pinned {
-        Some(digest) => Some(digest),
-        None => store.tag(reference)?,
+    // A reference's own digest, else the lock's pin, else the tag's last record.
+    let digest = match (&reference.digest, pinned) {
+        (Some(digest), _) => Some(digest.clone()),
+        (None, Some(pinned)) => Some(pinned),
+        (None, None) => store.tag(reference)?,
     };
     let Some(digest) = digest else {
         return Err(unreachable(error));
