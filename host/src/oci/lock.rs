@@ -110,7 +110,11 @@ impl Lock {
             _ => Path::new("."),
         };
         let written = (|| {
-            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            // Read by everyone who checks the manifest out, like the manifest itself.
+            let mut file = tempfile::Builder::new()
+                .prefix(".toolhost.lock-")
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                .tempfile_in(dir)?;
             std::io::Write::write_all(&mut file, format!("{HEADER}{text}").as_bytes())?;
             file.persist(path).map_err(|e| e.error)?;
             Ok::<_, std::io::Error>(())
