@@ -223,9 +223,15 @@ pub fn assert_refused(out: &HostOutput, needles: &[&str]) {
 
 /// The Python with `oras` installed (scripts/setup-registry.sh).
 pub fn oras_python() -> PathBuf {
-    let cache = std::env::var_os("TOOLHOST_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/toolhost")))
+    // Where scripts/setup-registry.sh puts it: the same fallbacks.
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let cache = var("TOOLHOST_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|dir| dir.join("toolhost")))
+        .or_else(|| var("HOME").map(|dir| dir.join(".cache/toolhost")))
         .expect("TOOLHOST_CACHE or HOME is set");
     let python = cache.join("oci-peers/py/bin/python");
     assert!(
