@@ -53,6 +53,18 @@ fn a_pushed_component_is_pulled_verified_and_kept_private_by_digest() {
     let out = workspace.pull(&by_digest, &[]);
     out.assert_success();
     assert_eq!(out.json()["from_cache"], true);
+
+    // A copy altered in the cache is refused, not run.
+    let mut bytes = std::fs::read(path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(path, bytes).unwrap();
+    let out = workspace
+        .host("call")
+        .args([by_digest.as_str(), "add", r#"{"a": 1, "b": 2}"#])
+        .run_blocking();
+    assert_refused(&out, &[&by_digest, "it was altered"]);
+    assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
 }
 
 #[tokio::test]
