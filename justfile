@@ -16,6 +16,7 @@ setup:
     set -euo pipefail
     rustup target add wasm32-wasip2
     scripts/setup-toolchains.sh
+    scripts/setup-registry.sh
     # llama-server (C++) builds while the host and the tools do: each leaves the cores idle
     # at times (linking, downloads), so together they finish sooner than one after the other.
     scripts/setup-local-llm.sh &
@@ -43,6 +44,7 @@ test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
     scripts/setup-haproxy.sh
+    scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --workspace
 

@@ -1,11 +1,13 @@
 //! Reading the files a user names (a manifest, a component): only regular files, and only up
 //! to a size limit, so that a path naming `/dev/zero`, `/dev/urandom` or a FIFO is an error
-//! at once instead of a read that never ends.
+//! at once instead of a read that never ends. And the caches' files: where the caches live,
+//! and when a file or directory in one may be trusted (the compile cache and the store of
+//! pulled components hold to the same rule).
 
 use std::fs::{Metadata, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::unix::fs::{FileTypeExt, MetadataExt as _, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 /// The largest manifest read: 1 MiB (a manifest of a hundred components is a few KiB).
 pub const MAX_MANIFEST_SIZE: u64 = 1024 * 1024;
@@ -80,6 +82,72 @@ fn too_large(limit: u64, what: &str) -> io::Error {
             limit / (1024 * 1024)
         ),
     )
+}
+
+/// `$TOOLHOST_CACHE`, else `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`: where the
+/// compile cache and the pulled components live.
+pub(crate) fn cache_root() -> Option<PathBuf> {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env_dir("TOOLHOST_CACHE")
+        .or_else(|| env_dir("XDG_CACHE_HOME").map(|d| d.join("toolhost")))
+        .or_else(|| env_dir("HOME").map(|d| d.join(".cache").join("toolhost")))
+}
+
+/// Why what is at `path` may not be trusted (a symbolic link, owned by another user, writable
+/// by group or others), with the fix; `None` when it may. Pulled components are held to the
+/// same rule as compiled code (`crate::oci::store`).
+pub(crate) fn untrusted(path: &Path, is_dir: bool) -> Option<String> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(e) => return Some(format!("it cannot be examined ({e})")),
+    };
+    let what = if is_dir { "directory" } else { "file" };
+    if metadata.file_type().is_symlink() {
+        Some(format!(
+            "the {what} is a symbolic link; point --cache-dir (or TOOLHOST_CACHE) at a real directory"
+        ))
+    } else if metadata.uid() != current_uid() {
+        Some(format!(
+            "the {what} is owned by user {} and this process runs as user {}; use a cache \
+             directory of your own (--cache-dir or TOOLHOST_CACHE), or delete this one",
+            metadata.uid(),
+            current_uid()
+        ))
+    } else if metadata.mode() & 0o022 != 0 {
+        Some(format!(
+            "group or others can write the {what} (mode {:o}); run `chmod go-w {}` or delete it",
+            metadata.mode() & 0o777,
+            path.display()
+        ))
+    } else {
+        None
+    }
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::geteuid()
+    }
+}
+
+/// Whether `bytes` start as a WebAssembly component does; what they are instead if not.
+pub(crate) fn check_component_header(bytes: &[u8]) -> Result<(), String> {
+    let problem = match bytes.get(..8) {
+        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => return Ok(()),
+        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => {
+            "it is a core WebAssembly module, not a component; build it for `wasm32-wasip2`, or \
+             wrap it with `wasm-tools component new` (and the WASI preview1 adapter)"
+        }
+        Some([0, b'a', b's', b'm', ..]) => "it is a WebAssembly binary of an unknown version",
+        _ => "it is not a WebAssembly file",
+    };
+    Err(problem.to_owned())
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ pub mod llm;
 mod manifest;
 pub mod mcp;
 mod native_tools;
+pub mod oci;
 mod offers;
 mod process;
 pub mod sandbox;

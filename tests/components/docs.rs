@@ -21,6 +21,7 @@ fn every_manifest_the_docs_show_parses() {
         "docs/manifest.md",
         "docs/agent.md",
         "docs/mcp.md",
+        "docs/sharing.md",
     ] {
         let path = repo_root().join(page);
         let text = std::fs::read_to_string(&path).unwrap();

@@ -139,7 +139,21 @@ impl StdioServer {
 
     /// Starts `host mcp` with `args`, without initializing.
     pub fn spawn(args: &[&str]) -> Self {
+        Self::spawn_with_env(args, &[])
+    }
+
+    /// Starts `host mcp` with `args` and these environment variables, and initializes the
+    /// session.
+    pub async fn start_with_env(args: &[&str], env: &[(&str, &Path)]) -> Self {
+        let mut server = Self::spawn_with_env(args, env);
+        server.initialize().await;
+        server
+    }
+
+    /// Starts `host mcp` with `args` and these environment variables, without initializing.
+    pub fn spawn_with_env(args: &[&str], env: &[(&str, &Path)]) -> Self {
         let mut command = host_command();
+        command.envs(env.iter().copied());
         command
             .arg("mcp")
             .args(args)

@@ -13,7 +13,7 @@ use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// A component (.wasm), or a manifest (.toml) that loads the tool
+    /// A component (.wasm or oci://REGISTRY/REPO:TAG), or a manifest (.toml) that loads the tool
     target: PathBuf,
 
     /// The tool to run

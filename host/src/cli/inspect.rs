@@ -13,7 +13,7 @@ use super::output::{print, print_json};
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The component file (.wasm)
+    /// The component file (.wasm), or oci://REGISTRY/REPO:TAG (pulled into the cache)
     component: PathBuf,
 
     /// Print JSON instead of text
@@ -35,7 +35,7 @@ impl InspectArgs {
 }
 
 fn to_json(component: &LoadedComponent) -> Value {
-    json!({
+    let mut json = json!({
         "path": component.path(),
         "sha256": component.sha256(),
         "size": component.size(),
@@ -45,7 +45,9 @@ fn to_json(component: &LoadedComponent) -> Value {
         "load_ms": component.load_time().as_secs_f64() * 1000.0,
         "imports": component.imports(),
         "tools": component.tools().collect::<Vec<_>>(),
-    })
+    });
+    add_pulled(component, &mut json);
+    json
 }
 
 /// One line about where the component came from and how long loading took.
@@ -54,11 +56,45 @@ pub fn load_summary(component: &LoadedComponent) -> String {
         CompileSource::Cache => "from the compile cache".to_owned(),
         CompileSource::Compiled { took } => format!("compiled in {:.2} s", took.as_secs_f64()),
     };
+    let pulled = match component.pulled() {
+        Some(pulled) => format!(
+            ", {}{}{}",
+            pulled.digest,
+            if pulled.verified {
+                ", signature verified"
+            } else {
+                ""
+            },
+            if pulled.offline {
+                ", from the cache (registry not reached)"
+            } else {
+                ""
+            },
+        ),
+        None => String::new(),
+    };
     format!(
-        "{}, {source}, loaded in {:.0} ms",
+        "{}, {source}, loaded in {:.0} ms{pulled}",
         format_bytes(component.size()),
         component.load_time().as_secs_f64() * 1000.0
     )
+}
+
+/// What was pulled, for a component from an OCI registry, added to its JSON as `oci` (no key
+/// for a file).
+pub fn add_pulled(component: &LoadedComponent, json: &mut Value) {
+    if let (Some(pulled), Some(object)) = (component.pulled(), json.as_object_mut()) {
+        object.insert(
+            "oci".to_owned(),
+            json!({
+                "reference": pulled.reference.to_string(),
+                "digest": pulled.digest,
+                "file": pulled.path,
+                "signature_verified": pulled.verified,
+                "from_cache": pulled.offline,
+            }),
+        );
+    }
 }
 
 fn to_text(component: &LoadedComponent) -> String {

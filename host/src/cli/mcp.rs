@@ -17,7 +17,8 @@ use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 // `--http` serves over HTTP here; the outgoing-HTTP grant of `host call` is `--allow-http`.
 #[command(mut_arg("http", |arg| arg.long("allow-http")))]
 pub struct McpArgs {
-    /// A manifest (.toml), or a single component (.wasm) with the grants given here
+    /// A manifest (.toml), or a single component (.wasm or oci://REGISTRY/REPO:TAG) with the
+    /// grants given here
     #[arg(default_value = "toolhost.toml")]
     target: PathBuf,
 

@@ -5,11 +5,15 @@ mod call;
 mod conformance;
 mod form;
 mod inspect;
+mod lock;
 mod mcp;
 mod output;
 mod progress;
+mod pull;
+mod push;
 mod run;
 mod session;
+mod sign;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -123,6 +127,28 @@ enum Command {
     ///   host mcp files.wasm --dir ./data::/data --allow-http api.example.com
     #[command(verbatim_doc_comment)]
     Mcp(Box<mcp::McpArgs>),
+    /// Fetch a component from an OCI registry into the cache, verified against its digest
+    /// (and its signature with --key); afterwards it works with the registry stopped
+    ///
+    /// Examples:
+    ///   host pull oci://registry.example.com/tools/calculator:1
+    ///   host pull oci://127.0.0.1:5000/tools/calculator:1 --key keys/acme.pub
+    #[command(verbatim_doc_comment)]
+    Pull(pull::PullArgs),
+    /// Upload a component to an OCI registry (CNCF wasm artifact layout: oras and wkg read it)
+    ///
+    /// Credentials: ~/.docker/config.json (`docker login`, `oras login`), or
+    /// TOOLHOST_REGISTRY=HOST[:PORT] with TOOLHOST_REGISTRY_USERNAME and
+    /// TOOLHOST_REGISTRY_PASSWORD.
+    ///
+    /// Example:
+    ///   host push example-tools/dist/calculator.wasm oci://registry.example.com/tools/calculator:1
+    #[command(verbatim_doc_comment)]
+    Push(push::PushArgs),
+    /// Sign a component in a registry the way `cosign sign --key` does
+    Sign(sign::SignArgs),
+    /// Pin every oci:// component of a manifest to its digest, in toolhost.lock beside it
+    Lock(lock::LockArgs),
     /// The client under test of the MCP conformance suite's client leg (for the suite)
     #[command(hide = true)]
     ConformanceClient(conformance::ConformanceClientArgs),
@@ -149,6 +175,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,
+            Command::Pull(command) => command.run().await,
+            Command::Push(command) => command.run().await,
+            Command::Sign(command) => command.run().await,
+            Command::Lock(command) => command.run().await,
             Command::ConformanceClient(command) => command.run(&runtime).await,
         }
     };

@@ -11,7 +11,7 @@ use toolhost::units::format_bytes;
 use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
 
 use super::ExitStatus;
-use super::inspect::load_summary;
+use super::inspect::{add_pulled, load_summary};
 use super::output::{one_line, print, print_json};
 
 #[derive(Debug, Args)]
@@ -180,7 +180,7 @@ fn to_json(component: &LoadedComponent, offered: &[String]) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut json = json!({
         "name": component.name(),
         "path": component.path(),
         "sha256": component.sha256(),
@@ -190,7 +190,9 @@ fn to_json(component: &LoadedComponent, offered: &[String]) -> Value {
         "grants": grants,
         "requested": requested,
         "limits": component.limits(),
-    })
+    });
+    add_pulled(component, &mut json);
+    json
 }
 
 fn to_text(component: &LoadedComponent, offered: &[String]) -> String {

@@ -49,15 +49,7 @@ pub enum CompileSource {
 /// The cache directory: `$TOOLHOST_CACHE/components`, else
 /// `$XDG_CACHE_HOME/toolhost/components`, else `~/.cache/toolhost/components`.
 pub fn default_cache_dir() -> Option<PathBuf> {
-    let env_dir = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let root = env_dir("TOOLHOST_CACHE")
-        .or_else(|| env_dir("XDG_CACHE_HOME").map(|d| d.join("toolhost")))
-        .or_else(|| env_dir("HOME").map(|d| d.join(".cache").join("toolhost")))?;
-    Some(root.join("components"))
+    Some(crate::file::cache_root()?.join("components"))
 }
 
 /// Compiling a component, as reported to a [`CompileObserver`](crate::engine::runtime::CompileObserver).
@@ -376,45 +368,12 @@ impl CompileCache {
 /// Checks that compiled code may be loaded from `path`: owned by this user, and neither group
 /// nor others may write it.
 fn trust(path: &Path, is_dir: bool) -> Result<(), LoadError> {
-    let metadata = fs::symlink_metadata(path).map_err(|e| LoadError::UnsafeCache {
-        path: path.to_owned(),
-        problem: format!("it cannot be examined ({e})"),
-    })?;
-    let what = if is_dir { "directory" } else { "file" };
-    let problem = if metadata.file_type().is_symlink() {
-        Some(format!(
-            "the {what} is a symbolic link; point --cache-dir (or TOOLHOST_CACHE) at a real directory"
-        ))
-    } else if metadata.uid() != current_uid() {
-        Some(format!(
-            "the {what} is owned by user {} and this process runs as user {}; use a cache \
-             directory of your own (--cache-dir or TOOLHOST_CACHE), or delete this one",
-            metadata.uid(),
-            current_uid()
-        ))
-    } else if metadata.mode() & 0o022 != 0 {
-        Some(format!(
-            "group or others can write the {what} (mode {:o}); run `chmod go-w {}` or delete it",
-            metadata.mode() & 0o777,
-            path.display()
-        ))
-    } else {
-        None
-    };
-    match problem {
+    match crate::file::untrusted(path, is_dir) {
         Some(problem) => Err(LoadError::UnsafeCache {
             path: path.to_owned(),
             problem,
         }),
         None => Ok(()),
-    }
-}
-
-fn current_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::geteuid()
     }
 }
 
@@ -444,18 +403,9 @@ pub(crate) fn compile(
 
 /// A readable error for files that are not components at all.
 fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
-    let problem = match bytes.get(..8) {
-        Some([0, b'a', b's', b'm', 0x0d, 0, 1, 0]) => return Ok(()),
-        Some([0, b'a', b's', b'm', 1, 0, 0, 0]) => {
-            "it is a core WebAssembly module, not a component; build it for `wasm32-wasip2`, or \
-             wrap it with `wasm-tools component new` (and the WASI preview1 adapter)"
-        }
-        Some([0, b'a', b's', b'm', ..]) => "it is a WebAssembly binary of an unknown version",
-        _ => "it is not a WebAssembly file",
-    };
-    Err(LoadError::NotAComponent {
+    crate::file::check_component_header(bytes).map_err(|problem| LoadError::NotAComponent {
         path: path.to_owned(),
-        problem: problem.to_owned(),
+        problem,
     })
 }
 

@@ -22,10 +22,13 @@ use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
 use crate::engine::call;
 use crate::engine::call::CallPhases;
+use crate::engine::component_file::{component_file, content_key_of};
 use crate::engine::runtime::Runtime;
 use crate::engine::spare_instance::Spare;
 use crate::error::{CallError, LoadError};
 use crate::manifest::Manifest;
+use crate::oci;
+use crate::oci::PullPolicy;
 use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 
 use crate::sandbox::{Grants, Limits, Sandbox};
@@ -49,6 +52,8 @@ pub struct ComponentConfig {
     /// Whether a failure to load it fails the whole load (the default), or only leaves it out
     /// with a warning.
     pub required: bool,
+    /// What a pull checks, when `path` is an `oci://` reference.
+    pub oci: PullPolicy,
 }
 
 impl ComponentConfig {
@@ -57,8 +62,12 @@ impl ComponentConfig {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
         let name = path
-            .file_stem()
-            .map(|stem| stem.to_string_lossy().into_owned())
+            .to_str()
+            .and_then(oci::short_name)
+            .or_else(|| {
+                path.file_stem()
+                    .map(|stem| stem.to_string_lossy().into_owned())
+            })
             .unwrap_or_else(|| path.display().to_string());
         Self {
             name,
@@ -67,6 +76,7 @@ impl ComponentConfig {
             limits: Limits::default(),
             options: SourceOptions::default(),
             required: true,
+            oci: PullPolicy::default(),
         }
     }
 
@@ -81,9 +91,15 @@ impl ComponentConfig {
             .map(|(name, entry)| {
                 let mut grants = entry.grants.clone();
                 grants.resolve_paths(&base);
+                let is_oci = entry.path.to_str().is_some_and(oci::is_oci);
                 Self {
                     name: name.clone(),
-                    path: base.join(&entry.path),
+                    path: if is_oci {
+                        entry.path.clone()
+                    } else {
+                        base.join(&entry.path)
+                    },
+                    oci: oci::policy_for(manifest, entry),
                     grants,
                     limits: entry.limits.apply(defaults),
                     options: SourceOptions {
@@ -117,6 +133,10 @@ pub struct LoadedComponent {
     outputs: Vec<std::sync::OnceLock<Option<jsonschema::Validator>>>,
     key: ContentKey,
     source: CompileSource,
+    /// The file its code is read from: `config.path`, or the pulled copy in the store.
+    file: PathBuf,
+    /// What was pulled, for an `oci://` component.
+    pulled: Option<oci::Pulled>,
     load_time: Duration,
     /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
     code: OnceCell<ToolboxPre>,
@@ -142,24 +162,11 @@ impl LoadedComponent {
     pub async fn load(runtime: &Runtime, config: ComponentConfig) -> Result<Self, LoadError> {
         let started = Instant::now();
         let sandbox = Sandbox::new(&config.name, &config.grants, config.limits)?;
-        let path = config.path.clone();
-        let (key, bytes) = {
-            let runtime = runtime.clone();
-            let file = path.clone();
-            blocking(move || match runtime.cache() {
-                Some(cache) => cache.key_of(&file),
-                None => crate::file::read(&file, crate::file::MAX_COMPONENT_SIZE, "a component")
-                    .map(|bytes| (cache::content_key(&bytes), Some(bytes))),
-            })
-            .await
-            .map_err(|source| LoadError::Read {
-                path: path.clone(),
-                source,
-            })?
-        };
+        let (path, pulled) = component_file(&config.name, &config.path, &config.oci).await?;
+        let (key, bytes) = content_key_of(runtime, &path, pulled.as_ref()).await?;
         let origin = Origin::Component {
             name: config.name.clone(),
-            path: path.clone(),
+            path: config.path.clone(),
             sha256: key.sha256.clone(),
         };
         let cached = runtime.cache().and_then(|cache| cache.described(&key));
@@ -208,6 +215,8 @@ impl LoadedComponent {
             outputs,
             key,
             source,
+            file: path,
+            pulled,
             load_time: started.elapsed(),
             code,
             spare,
@@ -223,8 +232,7 @@ impl LoadedComponent {
     async fn code(&self) -> Result<&ToolboxPre, LoadError> {
         self.code
             .get_or_try_init(|| async {
-                let (pre, _, _) =
-                    compile(&self.runtime, &self.config.path, &self.key, None).await?;
+                let (pre, _, _) = compile(&self.runtime, &self.file, &self.key, None).await?;
                 Ok(pre)
             })
             .await
@@ -235,9 +243,14 @@ impl LoadedComponent {
         &self.config.name
     }
 
-    /// The component file.
+    /// The component file (or the `oci://` reference it was pulled from).
     pub fn path(&self) -> &Path {
         &self.config.path
+    }
+
+    /// What was pulled, for a component from an OCI registry (its digest, its signature).
+    pub fn pulled(&self) -> Option<&oci::Pulled> {
+        self.pulled.as_ref()
     }
 
     /// The SHA-256 of the component file, hex.
@@ -439,15 +452,6 @@ impl ToolSource for LoadedComponent {
             offered::complete(&self.runtime, pre, &self.sandbox, prompt, argument, value).await
         })
     }
-}
-
-/// Runs blocking file work off the async threads.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(std::io::Error::other)?
 }
 
 /// Compiles the component (or loads it from the cache), checks its world and imports, and

@@ -3,6 +3,8 @@
 //! - [`runtime`]: the wasmtime engine, linker and instance pool, set up once per process;
 //! - [`cache`]: the on-disk cache of compiled components (and of what they describe);
 //! - [`component`]: loading a component (compiled once, described once) and calling its tools;
+//! - `component_file`: a component's bytes, from its file or pulled from a registry
+//!   ([`crate::oci`]);
 //! - [`call`]: the call path: an instance slot, a fresh instance (or the spare one), the
 //!   export called within the sandbox's limits, and the outcome turned into a result or a
 //!   [`CallError`](crate::error::CallError);
@@ -18,6 +20,7 @@ pub(crate) mod bindings;
 pub mod cache;
 pub mod call;
 pub mod component;
+mod component_file;
 pub(crate) mod describe;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -141,6 +141,17 @@ pub enum LoadError {
         problem: String,
     },
 
+    /// A component named by an `oci://` reference could not be pulled, pinned or verified
+    /// (nothing of it was stored or run).
+    #[error("component `{component}` cannot be used")]
+    Pull {
+        /// The component's name (the manifest key, or the repository's last part).
+        component: String,
+        /// What went wrong, naming the reference.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
     /// A tool source other than a component could not be started or listed.
     #[error("{origin} could not be loaded")]
     Source {

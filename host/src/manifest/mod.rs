@@ -60,6 +60,10 @@
 //!
 //! [mcp]                       # `host mcp`: the `_meta` keys of a request that reach the tools
 //! pass_meta = ["tenant"]
+//!
+//! [components.shared]         # from an OCI registry, pulled once and cached by digest
+//! path = "oci://registry.example.com/tools/calculator:1"
+//! verify = { key = "keys/acme.pub" }   # its cosign signature must verify (see [oci])
 //! ```
 //!
 //! Relative paths (components, granted directories, a server's program when it has a `/`, its
@@ -72,10 +76,12 @@ use serde::Deserialize;
 
 pub mod mcp_server;
 pub mod model;
+pub mod oci;
 mod sections;
 
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
+pub use oci::{OciSection, VerifyEntry};
 pub use sections::{
     ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions,
 };
@@ -115,6 +121,9 @@ pub struct Manifest {
     /// How `host mcp` serves the tools (the `[mcp]` section).
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Components from OCI registries: signatures, plain HTTP, the pull timeout (`[oci]`).
+    #[serde(default)]
+    pub oci: OciSection,
     /// The file it was read from, when it was read from one.
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -124,8 +133,12 @@ pub struct Manifest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentEntry {
-    /// The component file.
+    /// The component file, or an `oci://REGISTRY/REPO:TAG` (or `@sha256:...`) reference.
     pub path: PathBuf,
+    /// The key its signature is checked with (an `oci://` component only), over its
+    /// registry's in `[oci.registries]`.
+    #[serde(default)]
+    pub verify: Option<VerifyEntry>,
     /// What its tools may use; nothing by default.
     #[serde(default)]
     pub grants: Grants,

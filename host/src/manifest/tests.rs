@@ -279,3 +279,20 @@ fn a_missing_manifest_says_where_to_find_one() {
     assert!(matches!(error, ManifestError::NotFound { .. }));
     assert!(error.to_string().contains("example-tools/toolhost.toml"));
 }
+
+#[test]
+fn a_keyless_verify_is_refused_with_why_and_a_key_is_read() {
+    let keyless = "[components.calc]\npath = \"oci://r.example/calc:1\"\n\
+                   verify = { identity = \"me@example.com\", issuer = \"https://accounts.example\" }\n";
+    let error = Manifest::parse(keyless, Path::new("toolhost.toml")).expect_err("keyless");
+    let chain = format!("{:#}", anyhow::Error::from(error));
+    assert!(chain.contains("keyless verification"), "{chain}");
+    assert!(chain.contains("verify = { key ="), "{chain}");
+    let keyed = "[oci]\nrequire_signatures = true\n[oci.registries.\"r.example\"]\n\
+                 verify = { key = \"keys/acme.pub\" }\n[components.calc]\npath = \"oci://r.example/calc:1\"\n";
+    let manifest = Manifest::parse(keyed, Path::new("dir/toolhost.toml")).expect("parses");
+    let policy = crate::oci::policy_for(&manifest, &manifest.components["calc"]);
+    assert_eq!(policy.key, Some(PathBuf::from("dir/keys/acme.pub")));
+    assert!(policy.require_signature);
+    assert_eq!(policy.lock, Some(PathBuf::from("dir/toolhost.lock")));
+}

@@ -1,0 +1,333 @@
+//! Talking to one registry: oci-client for authentication, blobs and uploads; manifests read
+//! with a size bound (oci-client reads a manifest whole, whatever its size, so a registry that
+//! answers 10 GB would exhaust memory).
+//!
+//! Plain HTTP only for a loopback registry (127.0.0.1, [::1], localhost) or one the manifest
+//! marks `plain_http`; HTTPS with the same rustls + ring stack as the rest of the host
+//! otherwise.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::manifest::OciDescriptor;
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, RegistryOperation};
+
+use crate::oci::credentials;
+use crate::oci::error::OciError;
+use crate::oci::reference::ComponentRef;
+use crate::oci::store::sha256_digest;
+
+/// The manifest media types asked for; anything else that comes back is refused by the caller
+/// with what it is.
+pub(crate) const ACCEPTED_MANIFESTS: &str = "application/vnd.oci.image.manifest.v1+json, \
+     application/vnd.oci.image.index.v1+json, \
+     application/vnd.docker.distribution.manifest.v2+json";
+
+/// The largest manifest read (the OCI distribution spec asks registries to accept 4 MiB).
+pub const MAX_MANIFEST_SIZE: u64 = 4 * 1024 * 1024;
+
+/// A manifest as it came: its bytes, their digest, and the media type the registry gave.
+#[derive(Debug)]
+pub(crate) struct RawManifest {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) digest: String,
+    pub(crate) content_type: Option<String>,
+}
+
+/// A connection to the registry of one reference.
+pub(crate) struct Registry {
+    client: Client,
+    http: reqwest::Client,
+    auth: RegistryAuth,
+    scheme: &'static str,
+}
+
+impl Registry {
+    /// A client for `reference`'s registry, with its credentials.
+    pub(crate) fn new(
+        reference: &ComponentRef,
+        plain_http: bool,
+        read_timeout: Duration,
+    ) -> Result<Self, OciError> {
+        install_crypto_provider();
+        let plain = plain_http || reference.is_loopback();
+        let config = ClientConfig {
+            protocol: if plain {
+                ClientProtocol::HttpsExcept(vec![reference.registry.clone()])
+            } else {
+                ClientProtocol::Https
+            },
+            read_timeout: Some(read_timeout),
+            connect_timeout: Some(read_timeout.min(Duration::from_secs(10))),
+            user_agent: concat!("toolhost/", env!("CARGO_PKG_VERSION")),
+            platform_resolver: None,
+            ..ClientConfig::default()
+        };
+        let http = reqwest::Client::builder()
+            .read_timeout(read_timeout)
+            .connect_timeout(read_timeout.min(Duration::from_secs(10)))
+            .redirect(reqwest::redirect::Policy::limited(5))
+            .build()
+            .map_err(|e| OciError::registry(reference, "client setup", e))?;
+        Ok(Self {
+            client: Client::new(config),
+            http,
+            auth: credentials::for_registry(&reference.registry)?,
+            scheme: if plain { "http" } else { "https" },
+        })
+    }
+
+    /// The manifest `reference` names, at most `limit` bytes, hashed as received.
+    pub(crate) async fn manifest(
+        &self,
+        reference: &ComponentRef,
+        limit: u64,
+    ) -> Result<RawManifest, OciError> {
+        self.find_manifest(reference, limit)
+            .await?
+            .ok_or_else(|| status_error(reference, reqwest::StatusCode::NOT_FOUND))
+    }
+
+    /// The manifest `reference` names, or `None` when the registry has none (404).
+    pub(crate) async fn find_manifest(
+        &self,
+        reference: &ComponentRef,
+        limit: u64,
+    ) -> Result<Option<RawManifest>, OciError> {
+        let target = reference.digest.clone().or_else(|| reference.tag.clone());
+        let url = format!(
+            "{}://{}/v2/{}/manifests/{}",
+            self.scheme,
+            reference.registry,
+            reference.repository,
+            target.unwrap_or_default()
+        );
+        let mut request = self
+            .http
+            .get(&url)
+            .header(http::header::ACCEPT, ACCEPTED_MANIFESTS);
+        request = self
+            .authorize(reference, RegistryOperation::Pull, request)
+            .await?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| OciError::registry(reference, "manifest request", e))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !status.is_success() {
+            return Err(status_error(reference, status));
+        }
+        if response.content_length().is_some_and(|size| size > limit) {
+            return Err(too_large(reference, "manifest", limit));
+        }
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .map(|value| value.split(';').next().unwrap_or(value).trim().to_owned());
+        let mut bytes = Vec::new();
+        let mut body = response.bytes_stream();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| OciError::registry(reference, "manifest request", e))?;
+            if bytes.len() as u64 + chunk.len() as u64 > limit {
+                return Err(too_large(reference, "manifest", limit));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let digest = sha256_digest(&bytes);
+        Ok(Some(RawManifest {
+            bytes,
+            digest,
+            content_type,
+        }))
+    }
+
+    /// The blob `descriptor` names, refused past its declared size and checked against its
+    /// digest.
+    pub(crate) async fn blob(
+        &self,
+        reference: &ComponentRef,
+        descriptor: &OciDescriptor,
+        what: &'static str,
+    ) -> Result<Vec<u8>, OciError> {
+        let limit = u64::try_from(descriptor.size).unwrap_or(0);
+        let image = reference.to_client();
+        self.client
+            .auth(&image, &self.auth, RegistryOperation::Pull)
+            .await
+            .map_err(|e| OciError::registry(reference, "authentication", e))?;
+        let mut out = Bounded {
+            bytes: Vec::new(),
+            limit,
+            overflowed: false,
+        };
+        let pulled = self.client.pull_blob(&image, descriptor, &mut out).await;
+        if out.overflowed {
+            return Err(too_large(reference, what, limit));
+        }
+        if let Err(error) = pulled {
+            return Err(match error {
+                oci_client::errors::OciDistributionError::DigestError(
+                    oci_client::errors::DigestError::VerificationError { expected, actual },
+                ) => OciError::DigestMismatch {
+                    reference: reference.to_string(),
+                    what,
+                    expected,
+                    actual,
+                },
+                error => OciError::registry(reference, "blob download", error),
+            });
+        }
+        let actual = sha256_digest(&out.bytes);
+        if actual != descriptor.digest || out.bytes.len() as u64 != limit {
+            return Err(OciError::DigestMismatch {
+                reference: reference.to_string(),
+                what,
+                expected: descriptor.digest.clone(),
+                actual,
+            });
+        }
+        Ok(out.bytes)
+    }
+
+    /// Uploads `bytes` as a blob of `reference`'s repository (unless it is there), and returns
+    /// its digest.
+    pub(crate) async fn push_blob(
+        &self,
+        reference: &ComponentRef,
+        bytes: Vec<u8>,
+    ) -> Result<String, OciError> {
+        let image = reference.to_client();
+        let digest = sha256_digest(&bytes);
+        self.client
+            .auth(&image, &self.auth, RegistryOperation::Push)
+            .await
+            .map_err(|e| OciError::registry(reference, "authentication", e))?;
+        let present = self
+            .client
+            .blob_exists(&image, &digest)
+            .await
+            .map_err(|e| OciError::registry(reference, "upload", e))?;
+        if !present {
+            self.client
+                .push_blob(&image, bytes, &digest)
+                .await
+                .map_err(|e| OciError::registry(reference, "upload", e))?;
+        }
+        Ok(digest)
+    }
+
+    /// Uploads a manifest under `reference`'s tag (or digest).
+    pub(crate) async fn push_manifest(
+        &self,
+        reference: &ComponentRef,
+        bytes: Vec<u8>,
+        media_type: &'static str,
+    ) -> Result<(), OciError> {
+        let image = reference.to_client();
+        self.client
+            .auth(&image, &self.auth, RegistryOperation::Push)
+            .await
+            .map_err(|e| OciError::registry(reference, "authentication", e))?;
+        self.client
+            .push_manifest_raw(&image, bytes, http::HeaderValue::from_static(media_type))
+            .await
+            .map_err(|e| OciError::registry(reference, "manifest upload", e))?;
+        Ok(())
+    }
+
+    /// `request` with the registry's authorization: a bearer token when the registry hands
+    /// them out, else the user's name and password, else nothing.
+    async fn authorize(
+        &self,
+        reference: &ComponentRef,
+        operation: RegistryOperation,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, OciError> {
+        let token = self
+            .client
+            .auth(&reference.to_client(), &self.auth, operation)
+            .await
+            .map_err(|e| OciError::registry(reference, "authentication", e))?;
+        Ok(match (token, &self.auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        })
+    }
+}
+
+/// oci-client's HTTP client (reqwest 0.13 without a TLS provider of its own, as rmcp's) uses
+/// the process's default rustls provider and panics without one: make it ring, which the host
+/// already builds (as `mcp::client::http` does). An application's own provider is kept.
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+fn too_large(reference: &ComponentRef, what: &'static str, limit: u64) -> OciError {
+    OciError::TooLarge {
+        reference: reference.to_string(),
+        what,
+        limit,
+    }
+}
+
+/// An HTTP status other than success, as the user can act on it.
+fn status_error(reference: &ComponentRef, status: reqwest::StatusCode) -> OciError {
+    let problem = match status.as_u16() {
+        401 | 403 => format!(
+            "{status}: the registry wants credentials (`docker login {}` or `oras login`, or \
+             TOOLHOST_REGISTRY, TOOLHOST_REGISTRY_USERNAME, TOOLHOST_REGISTRY_PASSWORD)",
+            reference.registry
+        ),
+        404 => format!("{status}: the registry has no such tag or digest in this repository"),
+        _ => status.to_string(),
+    };
+    OciError::registry(reference, "manifest request", problem)
+}
+
+/// A buffer that takes at most `limit` bytes, then fails every write.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: u64,
+    overflowed: bool,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+            self.overflowed = true;
+            return std::task::Poll::Ready(Err(std::io::Error::other(
+                "the registry sent more than the declared size",
+            )));
+        }
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
