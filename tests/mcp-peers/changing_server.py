@@ -8,6 +8,7 @@ Tools:
                              and sends notifications/tools/list_changed (to the session, and to
                              `subscriptions/listen` streams at 2026-07-28); answers `added added_N`
   added_N {text}             answers `added_N: TEXT`
+  remove_tool {name}         removes that tool and sends notifications/tools/list_changed
 
 The name is the hook of the official conformance suite's scenario
 `server-stateless:sep-2575-server-sends-tools-list-changed-on-subscription`.
@@ -32,6 +33,14 @@ async def test_trigger_tool_change(ctx: Context) -> str:
     await ctx.session.send_tool_list_changed()
     await ctx.notify_tools_changed()
     return f"added {name}"
+
+
+@server.tool(description="Removes a tool and says the tools changed.")
+async def remove_tool(name: str, ctx: Context) -> str:
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+    return f"removed {name}"
 
 
 if __name__ == "__main__":

@@ -63,14 +63,17 @@ const SERVED_BY_PYTHON: [&str; 6] = [
 /// (tests/guests/mcp-conformance-py) and in Rust (tests/guests/mcp-conformance). Both describe
 /// the same tools, resources and prompts; a manifest offers a tool name once, so the Python one
 /// serves [`SERVED_BY_PYTHON`] and the Rust one the other tools; the resources and prompts
-/// are the Python one's (the Rust one is given `resources = []` and `prompts = []`).
+/// are the Python one's (the Rust one is given `resources = []` and `prompts = []`). The
+/// suite's hook `test_trigger_tool_change` is an MCP server's whose tools really change
+/// (tests/mcp-peers/changing_server.py): the host lists them again and tells the listeners.
 fn conformance_manifest() -> ManifestFile {
     static CHECKED: OnceLock<()> = OnceLock::new();
     let python = scripted(MCP_CONFORMANCE_PY);
     let manifest = ManifestFile::new(&format!(
         "[components.conformance-python]\npath = {python:?}\ntools = {SERVED_BY_PYTHON:?}\n\n\
          [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n\
-         resources = []\nprompts = []\n"
+         resources = []\nprompts = []\n\n{}",
+        super::changes::changing_manifest_entry()
     ));
     CHECKED.get_or_init(|| check_split(&manifest));
     manifest
