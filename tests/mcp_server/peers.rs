@@ -150,14 +150,20 @@ async fn run_suite(
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let checks = checks(out.path());
+    // The summary names the scenarios only: the checks that failed, with their details.
+    let failed: Vec<&Value> = (checks.values().flatten())
+        .filter(|check| check["status"] == "FAILURE" || check["status"] == "WARNING")
+        .collect();
     assert!(
         output.status.success(),
-        "the conformance suite ({:?}) failed:\n{stdout}\n{}\nserver stderr:\n{}",
+        "the conformance suite ({:?}) failed:\n{stdout}\n{}\nfailed checks: {failed:#?}\n\
+         server stderr:\n{}",
         suite,
         String::from_utf8_lossy(&output.stderr),
         server.stderr.text()
     );
-    (stdout, checks(out.path()))
+    (stdout, checks)
 }
 
 /// The checks of every scenario in the suite's output directory, by scenario.
