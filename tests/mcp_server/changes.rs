@@ -1,6 +1,6 @@
 //! Tool-list changes of an MCP server the manifest uses reach `host mcp`'s clients: a
-//! session's client (revision 2025-11-25, raw JSON-RPC on stdio) and a `subscriptions/listen`
-//! stream (revision 2026-07-28, over HTTP) are told `notifications/tools/list_changed`, then
+//! session's client (revision 2025-11-25, raw JSON-RPC on stdio, and over HTTP) and a
+//! `subscriptions/listen` stream (revision 2026-07-28, over HTTP) are told `notifications/tools/list_changed`, then
 //! list the new tool and call it; a tool that went is an unknown tool. The upstream server is
 //! the Python SDK's (tests/mcp-peers/changing_server.py).
 
@@ -175,9 +175,18 @@ async fn next_event(
 }
 
 #[tokio::test]
-async fn a_listen_stream_is_told_when_an_upstream_server_changes_its_tools() {
+async fn a_listen_stream_and_an_http_session_are_told_when_an_upstream_server_changes_its_tools() {
     let manifest = ManifestFile::new(&changing_manifest_entry());
     let server = HttpServer::start(&[manifest.arg()], &[]).await;
+    // It serves while the tools load (and then says so): listen once they are loaded.
+    let deadline = tokio::time::Instant::now() + HANG;
+    while tool_names(&stateless(&server, 0, "tools/list", json!({})).await).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the tools never loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let filter = json!({ "notifications": { "toolsListChanged": true } });
     let mut stream = post_stateless(&server, 1, "subscriptions/listen", filter).await;
     let mut buffer = String::new();
@@ -186,6 +195,24 @@ async fn a_listen_stream_is_told_when_an_upstream_server_changes_its_tools() {
         ack["method"], "notifications/subscriptions/acknowledged",
         "{ack}"
     );
+    // A session (2025-11-25) on the same endpoint, with its stream for what the server says
+    // on its own.
+    let session = server.client().await;
+    let mut session_stream = session
+        .http
+        .get(&session.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", session.session.as_deref().unwrap())
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        session_stream.status().is_success(),
+        "{}",
+        session_stream.status()
+    );
+    let mut session_buffer = String::new();
 
     let call = json!({ "name": "test_trigger_tool_change", "arguments": {} });
     let added = stateless(&server, 2, "tools/call", call).await;
@@ -197,6 +224,9 @@ async fn a_listen_stream_is_told_when_an_upstream_server_changes_its_tools() {
         told["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 1,
         "{told}"
     );
+    let within = Duration::from_secs(1);
+    let told = next_event(&mut session_stream, &mut session_buffer, within).await;
+    assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
 
     let listed = stateless(&server, 3, "tools/list", json!({})).await;
     assert!(
