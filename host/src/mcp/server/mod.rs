@@ -144,10 +144,10 @@ impl McpServer {
         }
     }
 
-    /// Serves `host`'s tools from now on, and tells the clients that began a session
-    /// meanwhile (`notifications/tools/list_changed`, which may reach a client before its
-    /// `notifications/initialized` was read). The `_meta` keys that reach the tools
-    /// are those of [`Host::mcp_config`].
+    /// Serves `host`'s tools from now on, and tells the clients that began a session or a
+    /// listen stream meanwhile (`notifications/tools/list_changed`, which may reach a client
+    /// before its `notifications/initialized` was read). The `_meta` keys that reach the
+    /// tools are those of [`Host::mcp_config`].
     pub async fn loaded(&self, host: Arc<Host>) {
         self.serve(host);
         tracing::info!("{} tools loaded", self.tool_count());
