@@ -464,6 +464,21 @@ async fn each_revision_has_no_scored_failure_but_its_baseline() {
                 .all(|check| check["status"] == "SUCCESS")
         };
         if revision == "2026-07-28" {
+            // The suite's hook changed the upstream server's tools, and the listen stream heard.
+            let changed = checks["server-stateless"]
+                .iter()
+                .find(|c| c["id"] == "sep-2575-server-sends-tools-list-changed-on-subscription")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no tools/list_changed check: {:?}",
+                        checks["server-stateless"]
+                    )
+                });
+            assert_eq!(changed["status"], "SUCCESS", "{changed}");
+            assert_eq!(
+                changed["details"]["changeFrame"]["method"], "notifications/tools/list_changed",
+                "{changed}"
+            );
             // A prompt that asks for input, then is filled in with the answer (SEP-2322).
             let prompt = &checks["input-required-result-non-tool-request"];
             assert!(
