@@ -84,4 +84,4 @@ pub use offers::{
 pub use sandbox::{Grants, Limits};
 pub use source::{CallContext, Origin, SourceOptions, ToolOutput, ToolSource};
 pub use spec::{Capability, CapabilityRequest, ToolAnnotations, ToolSpec, is_valid_tool_name};
-pub use toolbox::{Catalog, SkippedSource, Toolbox, ToolboxBuilder};
+pub use toolbox::{Catalog, SkippedSource, ToolChanges, Toolbox, ToolboxBuilder};

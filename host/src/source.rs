@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
 
 use crate::arguments::Arguments;
 use crate::asking::Asker;
@@ -52,6 +53,14 @@ pub trait ToolSource: Send + Sync {
     /// `tools/list_changed`), so the toolbox knows to list them again. Constant by default.
     fn generation(&self) -> u64 {
         0
+    }
+
+    /// Where to wait for the source's list of tools to change: a channel whose value (the
+    /// [`generation`](Self::generation)) moves once a changed list has been taken in (an MCP
+    /// server's `tools/list_changed`, listed again), so that [`tools`](Self::tools) has it.
+    /// `None` by default: the list never changes.
+    fn tool_changes(&self) -> Option<watch::Receiver<u64>> {
+        None
     }
 
     /// Brings [`tools`](Self::tools) up to date when the source knows its tools changed

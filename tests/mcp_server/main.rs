@@ -7,6 +7,7 @@
 
 mod abuse;
 mod cancel;
+mod changes;
 mod http;
 mod peers;
 mod relay;

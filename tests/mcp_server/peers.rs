@@ -63,14 +63,17 @@ const SERVED_BY_PYTHON: [&str; 6] = [
 /// (tests/guests/mcp-conformance-py) and in Rust (tests/guests/mcp-conformance). Both describe
 /// the same tools, resources and prompts; a manifest offers a tool name once, so the Python one
 /// serves [`SERVED_BY_PYTHON`] and the Rust one the other tools; the resources and prompts
-/// are the Python one's (the Rust one is given `resources = []` and `prompts = []`).
+/// are the Python one's (the Rust one is given `resources = []` and `prompts = []`). The
+/// suite's hook `test_trigger_tool_change` is an MCP server's whose tools really change
+/// (tests/mcp-peers/changing_server.py): the host lists them again and tells the listeners.
 fn conformance_manifest() -> ManifestFile {
     static CHECKED: OnceLock<()> = OnceLock::new();
     let python = scripted(MCP_CONFORMANCE_PY);
     let manifest = ManifestFile::new(&format!(
         "[components.conformance-python]\npath = {python:?}\ntools = {SERVED_BY_PYTHON:?}\n\n\
          [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n\
-         resources = []\nprompts = []\n"
+         resources = []\nprompts = []\n\n{}",
+        super::changes::changing_manifest_entry()
     ));
     CHECKED.get_or_init(|| check_split(&manifest));
     manifest
@@ -147,14 +150,20 @@ async fn run_suite(
         .await
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let checks = checks(out.path());
+    // The summary names the scenarios only: the checks that failed, with their details.
+    let failed: Vec<&Value> = (checks.values().flatten())
+        .filter(|check| check["status"] == "FAILURE" || check["status"] == "WARNING")
+        .collect();
     assert!(
         output.status.success(),
-        "the conformance suite ({:?}) failed:\n{stdout}\n{}\nserver stderr:\n{}",
+        "the conformance suite ({:?}) failed:\n{stdout}\n{}\nfailed checks: {failed:#?}\n\
+         server stderr:\n{}",
         suite,
         String::from_utf8_lossy(&output.stderr),
         server.stderr.text()
     );
-    (stdout, checks(out.path()))
+    (stdout, checks)
 }
 
 /// The checks of every scenario in the suite's output directory, by scenario.
@@ -455,6 +464,21 @@ async fn each_revision_has_no_scored_failure_but_its_baseline() {
                 .all(|check| check["status"] == "SUCCESS")
         };
         if revision == "2026-07-28" {
+            // The suite's hook changed the upstream server's tools, and the listen stream heard.
+            let changed = checks["server-stateless"]
+                .iter()
+                .find(|c| c["id"] == "sep-2575-server-sends-tools-list-changed-on-subscription")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "no tools/list_changed check: {:?}",
+                        checks["server-stateless"]
+                    )
+                });
+            assert_eq!(changed["status"], "SUCCESS", "{changed}");
+            assert_eq!(
+                changed["details"]["changeFrame"]["method"], "notifications/tools/list_changed",
+                "{changed}"
+            );
             // A prompt that asks for input, then is filled in with the answer (SEP-2322).
             let prompt = &checks["input-required-result-non-tool-request"];
             assert!(

@@ -1,7 +1,8 @@
 //! The real MCP peers the tests drive, installed from the registries by
 //! `scripts/setup-mcp-peers.sh` (which `just test` runs) into `$TOOLHOST_CACHE/mcp-peers`:
 //! `@modelcontextprotocol/server-everything` (npm), `mcp-server-time` and the Python `mcp` SDK
-//! (PyPI), and this repository's bad fake server (tests/mcp-peers/fake_server.py).
+//! (PyPI), this repository's bad fake server (tests/mcp-peers/fake_server.py) and its server whose
+//! tools change (tests/mcp-peers/changing_server.py, on the Python SDK).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -80,6 +81,13 @@ impl Peers {
         let mut command = vec![path(&self.python()), path(&script)];
         command.extend(args.iter().map(|arg| (*arg).to_owned()));
         command
+    }
+
+    /// The server whose tools change while it runs (see tests/mcp-peers/changing_server.py),
+    /// on the Python SDK.
+    pub fn changing_server(&self) -> Vec<String> {
+        let script = crate::repo_root().join("tests/mcp-peers/changing_server.py");
+        vec![path(&self.python()), path(&script)]
     }
 
     /// Starts server-everything's Streamable HTTP mode on 127.0.0.1 (a free port), and

@@ -15,10 +15,12 @@ use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
 
 mod catalog;
+mod changes;
 mod offers;
 
 pub use catalog::Catalog;
 use catalog::{Slot, check, invalid_arguments};
+pub use changes::ToolChanges;
 
 /// Every tool of a set of sources (sandboxed components first among them), by unique name.
 /// Calls may run concurrently; a component's each run in a fresh instance.
@@ -244,6 +246,17 @@ impl Toolbox {
     /// calls it before each model turn. A source that cannot list them keeps its old list.
     pub async fn refresh(&self) {
         futures::future::join_all(self.slots.iter().map(|slot| slot.source.refresh())).await;
+    }
+
+    /// Where to wait for the tools to change: a source's list changed and was taken in (an
+    /// MCP server's `tools/list_changed`), so that [`catalog`](Self::catalog) has the new one.
+    /// Only sources that say they can change ([`ToolSource::tool_changes`]) are waited for.
+    pub fn changes(&self) -> ToolChanges {
+        ToolChanges::new(
+            self.slots
+                .iter()
+                .filter_map(|slot| slot.source.tool_changes()),
+        )
     }
 
     /// Stops what the sources run (MCP servers' processes), politely, all at once. Calls

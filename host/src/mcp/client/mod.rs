@@ -15,7 +15,8 @@
 //! - restarts a server that died, once: the call that was running fails, the next one runs
 //!   on the new process; a server that dies again stays down (its calls fail);
 //! - lists the tools again when the server says they changed
-//!   (`notifications/tools/list_changed`), before the next model turn;
+//!   (`notifications/tools/list_changed`), at once and again before the next model turn,
+//!   and tells whoever waits for it ([`ToolSource::tool_changes`]);
 //! - stops it with the host: its stdin is closed, then its process group gets SIGTERM,
 //!   then SIGKILL ([`ToolSource::shutdown`]); when the host is dropped or interrupted, the
 //!   group is killed at once. Nothing it started outlives the host.
@@ -53,7 +54,7 @@ pub(crate) mod result;
 mod stdio;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -85,7 +86,8 @@ struct Shared {
     config: McpServerConfig,
     origin: Origin,
     tools: RwLock<Listed>,
-    generation: AtomicU64,
+    /// Moves each time a listing differs from the last ([`ToolSource::tool_changes`]).
+    generation: tokio::sync::watch::Sender<u64>,
     /// The server said its tools changed, and they have not been listed since.
     stale: AtomicBool,
     refreshing: tokio::sync::Mutex<()>,
@@ -156,7 +158,7 @@ impl McpServer {
             config,
             origin,
             tools: RwLock::new(Listed::default()),
-            generation: AtomicU64::new(0),
+            generation: tokio::sync::watch::Sender::new(0),
             stale: AtomicBool::new(false),
             refreshing: tokio::sync::Mutex::new(()),
             state: tokio::sync::Mutex::new(State::Down(String::new())),
@@ -232,7 +234,11 @@ impl ToolSource for McpServer {
     }
 
     fn generation(&self) -> u64 {
-        self.shared.generation.load(Ordering::Acquire)
+        *self.shared.generation.borrow()
+    }
+
+    fn tool_changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.shared.generation.subscribe())
     }
 
     fn refresh(&self) -> BoxFuture<'_, ()> {
@@ -303,7 +309,9 @@ impl Shared {
         let mut current = self.tools.write().unwrap_or_else(|e| e.into_inner());
         if current.specs != listed.specs {
             *current = listed;
-            self.generation.fetch_add(1, Ordering::AcqRel);
+            // After the new list is in: whoever wakes up reads it.
+            drop(current);
+            self.generation.send_modify(|generation| *generation += 1);
         }
     }
 

@@ -29,6 +29,11 @@
 //! `initialize` at once, lists no tools until [`McpServer::loaded`], then announces them with
 //! `notifications/tools/list_changed`; a call meanwhile waits for them. That is how `host mcp`
 //! keeps a client from timing out while a first start compiles big components.
+//!
+//! The tools change later when an MCP server of the manifest changes its list: the server is
+//! listed again, `tools/list` answers the new list, a tool that went is an unknown tool, and
+//! every session's client and every `subscriptions/listen` stream that asked for
+//! `toolsListChanged` gets `notifications/tools/list_changed` (see [`changes`]).
 
 // MCP logging (notifications/message, logging/setLevel) is deprecated in rmcp by SEP-2577 but
 // is still what clients speak.
@@ -36,6 +41,7 @@
 
 mod asking;
 mod calls;
+mod changes;
 mod direct;
 mod disconnect;
 mod http;
@@ -63,7 +69,7 @@ use rmcp::model::{
     SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
@@ -93,8 +99,8 @@ struct Shared {
     host: watch::Sender<Option<Arc<Host>>>,
     /// The tools served, once the host is loaded.
     served: Mutex<Option<Arc<Served>>>,
-    /// The clients that began a session while the host was loading: told when it is loaded.
-    waiting: Mutex<Vec<Peer<RoleServer>>>,
+    /// The sessions and listen streams told when the tools change.
+    listeners: Mutex<changes::Listeners>,
     /// Every call in flight, so that a shutdown can wait for them.
     calls: TaskTracker,
     /// Set when the server is shutting down: no new call is taken.
@@ -111,9 +117,7 @@ impl McpServer {
     /// [`Host::mcp_config`].
     pub fn new(host: Arc<Host>) -> Self {
         let server = Self::loading();
-        let served = Served::new(&host, host.toolbox().catalog());
-        *lock(&server.shared.served) = Some(Arc::new(served));
-        server.shared.host.send_replace(Some(host));
+        server.serve(host);
         server
     }
 
@@ -124,7 +128,7 @@ impl McpServer {
             shared: Arc::new(Shared {
                 host: watch::Sender::new(None),
                 served: Mutex::new(None),
-                waiting: Mutex::new(Vec::new()),
+                listeners: Mutex::default(),
                 calls: TaskTracker::new(),
                 draining: AtomicBool::new(false),
                 state_key: Mutex::new(
@@ -140,24 +144,24 @@ impl McpServer {
         }
     }
 
-    /// Serves `host`'s tools from now on, and tells the clients that began a session
-    /// meanwhile (`notifications/tools/list_changed`, which may reach a client before its
-    /// `notifications/initialized` was read). The `_meta` keys that reach the tools
-    /// are those of [`Host::mcp_config`].
+    /// Serves `host`'s tools from now on, and tells the clients that began a session or a
+    /// listen stream meanwhile (`notifications/tools/list_changed`, which may reach a client
+    /// before its `notifications/initialized` was read). The `_meta` keys that reach the
+    /// tools are those of [`Host::mcp_config`].
     pub async fn loaded(&self, host: Arc<Host>) {
-        let waiting = {
-            let mut waiting = lock(&self.shared.waiting);
-            let served = Served::new(&host, host.toolbox().catalog());
-            *lock(&self.shared.served) = Some(Arc::new(served));
-            self.shared.host.send_replace(Some(host));
-            std::mem::take(&mut *waiting)
-        };
+        self.serve(host);
         tracing::info!("{} tools loaded", self.tool_count());
-        for peer in waiting {
-            if let Err(error) = peer.notify_tool_list_changed().await {
-                tracing::debug!("cannot tell a client the tools are loaded: {error}");
-            }
-        }
+        self.announce().await;
+    }
+
+    /// Serves `host`'s tools from now on, and each change of them (see [`changes`]).
+    fn serve(&self, host: Arc<Host>) {
+        // Watched before the catalog is read: a change in between is not lost.
+        let changes = host.toolbox().changes();
+        let served = Arc::new(Served::new(&host, host.toolbox().catalog()));
+        *lock(&self.shared.served) = Some(served.clone());
+        self.shared.host.send_replace(Some(host.clone()));
+        self.follow_changes(&host, changes, served);
     }
 
     /// A handler for another session: the same tools and calls, a logging level of its own.
@@ -290,13 +294,8 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
         cx.peer.set_peer_info(request.clone());
-        // A client that begins while the tools load is told when they are loaded.
-        let mut waiting = lock(&self.shared.waiting);
-        if !self.is_loaded() {
-            waiting.retain(|peer| !peer.is_transport_closed());
-            waiting.push(cx.peer);
-        }
-        drop(waiting);
+        // Its client is told when the tools are loaded, and when they change.
+        self.tell_session(cx.peer);
         self.negotiate_initialize(&request)
     }
 
@@ -354,8 +353,9 @@ impl ServerHandler for McpServer {
         offers::complete(&host, &self.loaded_served().await.offers, request).await
     }
 
-    /// `subscriptions/listen` (revision 2026-07-28): the tools' list, which changes once,
-    /// when the tools finish loading; and resources (see [`subscriptions`]).
+    /// `subscriptions/listen` (revision 2026-07-28): the tools' list, which changes when the
+    /// tools finish loading and when a source's list changes (see [`changes`]); and resources
+    /// (see [`subscriptions`]).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
@@ -366,23 +366,20 @@ impl ServerHandler for McpServer {
         Some(accepted)
     }
 
-    /// Holds a subscription until the client ends it; tells it when the tools are loaded,
-    /// if they were not when it began, and when its resources may have changed.
+    /// Holds a subscription until the client ends it; tells it when the tools change
+    /// (they finish loading, a source's list changes), and when its resources may have
+    /// changed.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let resources = subscription.accepted().resource_subscriptions.clone();
         let subscribed = resources.map(|uris| self.listen_for(subscription.sink().clone(), uris));
-        if subscription.accepted().tools_list_changed == Some(true) && !self.is_loaded() {
-            let loaded = tokio::select! {
-                () = subscription.cancelled() => false,
-                _ = self.loaded_host() => true,
-            };
-            if loaded && let Err(error) = subscription.sink().notify_tool_list_changed().await {
-                tracing::debug!("cannot tell a subscriber the tools are loaded: {error}");
-            }
-        }
+        let tools = (subscription.accepted().tools_list_changed == Some(true))
+            .then(|| self.tell_stream(subscription.sink().clone()));
         subscription.cancelled().await;
         if let Some(subscribed) = subscribed {
             self.forget(&subscribed);
+        }
+        if let Some(stream) = tools {
+            self.stop_telling(stream);
         }
         Ok(())
     }
