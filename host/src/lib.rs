@@ -39,6 +39,7 @@
 pub mod agent;
 mod arguments;
 mod asking;
+pub mod check;
 mod content;
 mod engine;
 mod english;
