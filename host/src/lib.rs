@@ -53,6 +53,7 @@ mod native_tools;
 mod offers;
 mod process;
 pub mod sandbox;
+pub mod scaffold;
 pub mod source;
 mod spec;
 mod toolbox;

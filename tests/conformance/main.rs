@@ -19,10 +19,14 @@
 //! 5. its `denied` calls, run with nothing granted, are refused, or, for a capability the
 //!    tool can do without (one with an `expect`), succeed with a result that shows it was
 //!    absent; a component whose tools request capabilities must have at least one.
+//!
+//! Beside it: `check.rs`, `host check` on good and deliberately bad components; `new.rs`, `host
+//! new` in each language, built and checked.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 mod check;
+mod new;
 
 use serde_json::Value;
 use toolhost::check::{CheckOptions, check_component};

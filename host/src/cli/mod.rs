@@ -6,6 +6,7 @@ mod check;
 mod form;
 mod inspect;
 mod mcp;
+mod new;
 mod output;
 mod progress;
 mod run;
@@ -111,6 +112,17 @@ enum Command {
     ///   host check dist/weather.wasm --json     # for CI
     #[command(verbatim_doc_comment)]
     Check(Box<check::CheckArgs>),
+    /// Write a new tool project: one tool, its build script, a test and a README
+    ///
+    /// The project builds with one command (`./build.sh`, into dist/NAME.wasm) using the
+    /// toolchains `just setup` installs, and passes `host check` as it is; it needs nothing of
+    /// toolhost's repository.
+    ///
+    /// Examples:
+    ///   host new --lang rust my-tool
+    ///   host new --lang python my-tool && cd my-tool && ./test.sh
+    #[command(verbatim_doc_comment)]
+    New(new::NewArgs),
     /// Ask a model one question; it may call the manifest's tools, which run sandboxed
     ///
     /// The answer streams to stdout; tool calls and results go to stderr. Without a [model]
@@ -160,6 +172,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Call(command) => command.run(&runtime).await,
             Command::Tools(command) => command.run(&runtime).await,
             Command::Check(command) => command.run(&runtime).await,
+            Command::New(command) => command.run(),
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,
