@@ -123,3 +123,15 @@ fn a_component_that_does_not_load_fails_with_why() {
         "{item:#}"
     );
 }
+
+#[test]
+fn a_missing_file_is_a_usage_error() {
+    let out = check("no/such/tool.wasm", false);
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("no/such/tool.wasm is not a file; build the component first"),
+        "{}",
+        out.stderr
+    );
+}

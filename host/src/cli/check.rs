@@ -29,6 +29,14 @@ pub struct CheckArgs {
 
 impl CheckArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        // Nothing to check is a usage error (exit 2), not a failed check.
+        if !self.component.is_file() {
+            anyhow::bail!(
+                "{} is not a file; build the component first (`./build.sh` in a project that \
+                 `host new` made)",
+                self.component.display()
+            );
+        }
         let mut config = ComponentConfig::new(&self.component);
         config.grants = self.grants.to_grants();
         let defaults = CheckOptions::default();
