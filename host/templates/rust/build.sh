@@ -9,7 +9,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # Reproducible: the same source and toolchain give the same bytes, in any directory and for
 # any user (cargo names this crate's files by relative paths; the dependencies' are under $HOME).
 export RUSTFLAGS="${RUSTFLAGS:-} --remap-path-prefix=$HOME=~"
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target}
+# One target directory for every tool project on this machine, in toolhost's cache (where
+# `just setup` builds the dependencies once): a new project compiles only its own crate. Set
+# CARGO_TARGET_DIR to build elsewhere.
+cache=${TOOLHOST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toolhost}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/rust-tools}
 cargo build --release --target wasm32-wasip2 --quiet
 mkdir -p dist
 cp "$CARGO_TARGET_DIR/wasm32-wasip2/release/{{crate}}.wasm" dist/{{name}}.wasm
