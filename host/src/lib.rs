@@ -39,6 +39,7 @@
 pub mod agent;
 mod arguments;
 mod asking;
+pub mod check;
 mod content;
 mod engine;
 mod english;
@@ -53,6 +54,7 @@ pub mod oci;
 mod offers;
 mod process;
 pub mod sandbox;
+pub mod scaffold;
 pub mod source;
 mod spec;
 mod toolbox;

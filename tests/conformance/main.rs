@@ -5,10 +5,13 @@
 //! must have a `conformance.toml` with its cases, and its component built into
 //! `example-tools/dist/<directory>.wasm` (`just tools`). For every component:
 //!
-//! 1. describe: valid names, descriptions, and object schemas whose properties are described;
-//! 2. arguments that are not JSON, that miss a required field, or that have a field of the
-//!    wrong type come back as invalid-arguments from the component itself (the host's own
-//!    schema check is bypassed), with a message that says what to send instead;
+//! 1. and 2. `host check`'s checklist ([`toolhost::check`]), with nothing granted: describe
+//!    (valid names, descriptions, object schemas whose properties are described), a call with
+//!    example arguments made from each schema returns and fits the output schema, arguments
+//!    that are not JSON, that miss a required field, or that have a field of the wrong type
+//!    come back as invalid-arguments from the component itself (the host's own schema check
+//!    is bypassed), with a message that says what to send instead, and nothing is used that
+//!    was not requested;
 //! 3. its `ok` calls succeed (with the grants of its `conformance.toml`), with the text, the
 //!    structured content, the parts and the progress reports and log lines each case asks for;
 //! 4. its `fails` calls come back as a typed tool failure, and its `invalid` calls as
@@ -16,12 +19,19 @@
 //! 5. its `denied` calls, run with nothing granted, are refused, or, for a capability the
 //!    tool can do without (one with an `expect`), succeed with a result that shows it was
 //!    absent; a component whose tools request capabilities must have at least one.
+//!
+//! Beside it: `check.rs`, `host check` on good and deliberately bad components; `new.rs`, `host
+//! new` in each language, built and checked.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
-use serde_json::{Value, json};
+mod check;
+mod new;
+
+use serde_json::Value;
+use toolhost::check::{CheckOptions, check_component};
 use toolhost::{CallContext, CallError, ComponentConfig, Grants, Toolbox};
-use toolhost_tests::conformance::{Case, Cases, Subject, subjects};
+use toolhost_tests::conformance::{Case, Subject, subjects};
 use toolhost_tests::error::chain;
 use toolhost_tests::runtime;
 
@@ -40,17 +50,6 @@ async fn load(subject: &Subject, grants: Grants) -> Result<Toolbox, String> {
         .build()
         .await
         .map_err(|e| format!("does not load: {}", chain(&e)))
-}
-
-/// A value of another JSON type than `schema` allows.
-fn wrong_type(schema: &Value) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") => json!(12345),
-        Some("number" | "integer") => json!("not a number"),
-        Some("boolean") => json!("not a boolean"),
-        Some("array") => json!("not an array"),
-        _ => json!([["not", "an"], "object"]),
-    }
 }
 
 /// What every invalid-arguments message must say: what to send instead.
@@ -85,92 +84,41 @@ async fn check(subject: &Subject) -> Vec<String> {
             subject.wasm.display()
         )];
     }
-    let mut problems = Vec::new();
-    let cases_file = subject.dir.join("conformance.toml");
-    let cases: Cases = match std::fs::read_to_string(&cases_file) {
-        Ok(text) => match toml::from_str(&text) {
-            Ok(cases) => cases,
-            Err(e) => return vec![format!("{} is not valid: {e}", cases_file.display())],
-        },
-        Err(_) => {
-            return vec![format!(
-                "has no {}; add one with its ok, fails and denied cases",
-                cases_file.display()
-            )];
-        }
+    let cases = match subject.cases() {
+        Ok(cases) => cases,
+        Err(problem) => return vec![problem],
     };
-    if !subject.wasm.exists() {
-        return vec![format!(
-            "{} does not exist; build it with `just tools`",
-            subject.wasm.display()
-        )];
+
+    // 1. and 2.: `host check`'s checklist, nothing granted
+    let checklist = check_component(
+        &runtime(),
+        ComponentConfig::new(&subject.wasm),
+        &CheckOptions::default(),
+    )
+    .await;
+    let mut problems: Vec<String> = checklist
+        .failures()
+        .map(|item| {
+            format!(
+                "{}{}: {} (fix: {})",
+                item.tool
+                    .as_deref()
+                    .map(|t| format!("{t}: "))
+                    .unwrap_or_default(),
+                item.check,
+                item.detail,
+                item.fix.as_deref().unwrap_or("-")
+            )
+        })
+        .collect();
+    if !checklist.passed() {
+        return problems;
     }
     let bare = match load(subject, Grants::default()).await {
         Ok(toolbox) => toolbox,
         Err(problem) => return vec![problem],
     };
-
-    // 1. describe
-    let mut requests_anything = false;
-    for spec in bare.specs() {
-        let tool = &spec.name;
-        if spec.description.trim().len() < 10 {
-            problems.push(format!(
-                "{tool}: the description {:?} tells the model too little",
-                spec.description
-            ));
-        }
-        let properties = spec
-            .input_schema
-            .get("properties")
-            .and_then(Value::as_object);
-        for (property, schema) in properties.into_iter().flatten() {
-            if schema
-                .get("description")
-                .and_then(Value::as_str)
-                .is_none_or(|d| d.trim().is_empty())
-            {
-                problems.push(format!("{tool}: argument `{property}` has no description"));
-            }
-        }
-        requests_anything |= !spec.requested.is_empty();
-
-        // 2. invalid arguments, straight to the component
-        invalid_arguments(
-            bare.call_unchecked(tool, "this is not JSON", &context())
-                .await,
-            &format!("{tool} with non-JSON arguments"),
-            &mut problems,
-        );
-        let required: Vec<&str> = spec
-            .input_schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if !required.is_empty() {
-            invalid_arguments(
-                bare.call_unchecked(tool, "{}", &context()).await,
-                &format!("{tool} without its required arguments"),
-                &mut problems,
-            );
-        }
-        if let Some((property, schema)) = properties.and_then(|p| p.iter().next()) {
-            let mut arguments = json!({});
-            for (name, schema) in properties.into_iter().flatten() {
-                if required.contains(&name.as_str()) {
-                    arguments[name] = example_value(schema);
-                }
-            }
-            arguments[property] = wrong_type(schema);
-            invalid_arguments(
-                bare.call_unchecked(tool, &arguments.to_string(), &context())
-                    .await,
-                &format!("{tool} with `{property}` of the wrong type ({arguments})"),
-                &mut problems,
-            );
-        }
-    }
+    let requests_anything = bare.specs().iter().any(|spec| !spec.requested.is_empty());
 
     // 3. and 4. with the grants of conformance.toml
     let granted = match load(subject, subject.grants(&cases)).await {
@@ -296,17 +244,6 @@ fn parts_problems(case: &Case, output: &toolhost::ToolOutput) -> Vec<String> {
         problems.push("wrote no log line".to_owned());
     }
     problems
-}
-
-/// A plausible value for a required argument, so that only the field under test is wrong.
-fn example_value(schema: &Value) -> Value {
-    match schema.get("type").and_then(Value::as_str) {
-        Some("string") => json!("text"),
-        Some("number" | "integer") => json!(1),
-        Some("boolean") => json!(true),
-        Some("array") => json!([]),
-        _ => json!({}),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

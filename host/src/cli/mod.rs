@@ -2,11 +2,13 @@
 
 mod approve;
 mod call;
+mod check;
 mod conformance;
 mod form;
 mod inspect;
 mod lock;
 mod mcp;
+mod new;
 mod output;
 mod progress;
 mod pull;
@@ -99,6 +101,33 @@ enum Command {
     Call(Box<call::CallArgs>),
     /// List the components and tools a manifest loads, with what each is granted
     Tools(tools::ToolsArgs),
+    /// Check a component before sharing it, and print the checklist; exit status 1 when a
+    /// check fails
+    ///
+    /// For the component: it loads, and its `describe` is valid (names legal and unique,
+    /// schemas valid JSON Schema). For each tool: its description and arguments are described;
+    /// a call with example arguments made from its input schema returns; the result fits its
+    /// output schema; arguments that are not JSON, miss a required field or have a field of the
+    /// wrong type come back as invalid-arguments saying what to send; and it uses nothing it
+    /// did not request. Nothing is granted unless the grant flags say so.
+    ///
+    /// Examples:
+    ///   host check dist/calculator.wasm
+    ///   host check dist/files.wasm --dir ./testdata::/data
+    ///   host check dist/weather.wasm --json     # for CI
+    #[command(verbatim_doc_comment)]
+    Check(Box<check::CheckArgs>),
+    /// Write a new tool project: one tool, its build script, a test and a README
+    ///
+    /// The project builds with one command (`./build.sh`, into dist/NAME.wasm) using the
+    /// toolchains `just setup` installs, and passes `host check` as it is; it needs nothing of
+    /// toolhost's repository.
+    ///
+    /// Examples:
+    ///   host new --lang rust my-tool
+    ///   host new --lang python my-tool && cd my-tool && ./test.sh
+    #[command(verbatim_doc_comment)]
+    New(new::NewArgs),
     /// Ask a model one question; it may call the manifest's tools, which run sandboxed
     ///
     /// The answer streams to stdout; tool calls and results go to stderr. Without a [model]
@@ -172,6 +201,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Inspect(command) => command.run(&runtime).await,
             Command::Call(command) => command.run(&runtime).await,
             Command::Tools(command) => command.run(&runtime).await,
+            Command::Check(command) => command.run(&runtime).await,
+            Command::New(command) => command.run(),
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,

@@ -16,6 +16,21 @@ use crate::content::{
 use crate::error::CallError;
 use crate::sandbox::Limits;
 
+/// The beginnings of the messages of a result that breaks its tool's output schema (below).
+const OUTPUT_SCHEMA_FAILURES: [&str; 3] = [
+    "its structured content is not JSON",
+    "it declares an output schema, but",
+    "its structured content does not fit its output schema",
+];
+
+/// Whether a tool failure's `message` is the host's verdict that the result broke the tool's
+/// output schema (rather than the tool's own failure): for `host check`.
+pub(crate) fn breaks_output_schema(message: &str) -> bool {
+    OUTPUT_SCHEMA_FAILURES
+        .iter()
+        .any(|start| message.starts_with(start))
+}
+
 /// A checked result: the model's text, the structured content, the parts; or what the tool
 /// asks for before it can finish.
 #[derive(Default)]
@@ -416,5 +431,10 @@ mod tests {
         assert!(missing.contains("no structured content"), "{missing}");
         let not_json = failure(check("t", result(vec![], Some("{")), &limits, None));
         assert!(not_json.contains("not JSON"), "{not_json}");
+        // `host check` tells these from the tool's own failures.
+        for message in [&wrong, &missing, &not_json] {
+            assert!(breaks_output_schema(message), "{message}");
+        }
+        assert!(!breaks_output_schema("the city was not found"));
     }
 }
