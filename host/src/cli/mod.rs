@@ -1,6 +1,7 @@
 //! The `host` command line: argument definitions and the commands.
 
 mod approve;
+mod auth;
 mod call;
 mod form;
 mod inspect;
@@ -122,6 +123,15 @@ enum Command {
     ///   host mcp files.wasm --dir ./data::/data --allow-http api.example.com
     #[command(verbatim_doc_comment)]
     Mcp(Box<mcp::McpArgs>),
+    /// Log in to the manifest's MCP servers that ask for authorization (OAuth), see the
+    /// logins, log out
+    ///
+    /// Examples:
+    ///   host auth login notes -m toolhost.toml
+    ///   host auth status -m toolhost.toml
+    ///   host auth logout notes -m toolhost.toml
+    #[command(verbatim_doc_comment)]
+    Auth(auth::AuthArgs),
 }
 
 /// Runs the command `args` names.
@@ -145,6 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,
+            Command::Auth(command) => command.run().await,
         }
     };
     // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the

@@ -375,7 +375,7 @@ impl CompileCache {
 
 /// Checks that compiled code may be loaded from `path`: owned by this user, and neither group
 /// nor others may write it.
-fn trust(path: &Path, is_dir: bool) -> Result<(), LoadError> {
+pub(crate) fn trust(path: &Path, is_dir: bool) -> Result<(), LoadError> {
     let metadata = fs::symlink_metadata(path).map_err(|e| LoadError::UnsafeCache {
         path: path.to_owned(),
         problem: format!("it cannot be examined ({e})"),

@@ -70,6 +70,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
 mod sections;

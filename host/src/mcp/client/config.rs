@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::manifest::Manifest;
+use crate::manifest::mcp_auth::AuthEntry;
 use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
 use crate::sandbox::{EnvGrant, Limits};
 use crate::source::SourceOptions;
@@ -55,6 +56,10 @@ pub struct McpServerConfig {
     /// The directories it is told of when it asks for roots (`roots/list`), absolute; none
     /// by default (and then the host does not offer roots at all).
     pub roots: Vec<PathBuf>,
+    /// How an HTTP server is authorized (OAuth 2.1, the MCP authorization spec). With
+    /// `None`, a token stored by `host auth login` is still used, and a server that asks for
+    /// one gets the defaults of [`AuthEntry`].
+    pub auth: Option<AuthEntry>,
 }
 
 impl McpServerConfig {
@@ -98,6 +103,7 @@ impl McpServerConfig {
             required: true,
             sampling: false,
             roots: Vec::new(),
+            auth: None,
         }
     }
 
@@ -221,6 +227,7 @@ impl McpServerConfig {
             required: entry.required,
             sampling: entry.sampling,
             roots: entry.roots.iter().map(|root| base.join(root)).collect(),
+            auth: entry.auth.clone(),
         }
     }
 }

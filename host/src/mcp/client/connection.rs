@@ -74,8 +74,10 @@ pub(super) async fn connect(
             };
             connect_stdio(config, command, handler, limit, watcher).await
         }
-        McpTransport::Http { url, headers } => {
-            let transport = http::transport(url, headers, limit).map_err(anyhow::Error::msg)?;
+        McpTransport::Http { .. } => {
+            let transport = http::transport(config, limit)
+                .await
+                .map_err(anyhow::Error::msg)?;
             let transport = Watched {
                 inner: transport,
                 watcher,

@@ -41,6 +41,7 @@
 
 #![allow(deprecated)] // rmcp marks MCP's logging types deprecated (SEP-2577); they still work.
 
+pub mod auth;
 mod config;
 mod connection;
 #[doc(hidden)]

@@ -1,0 +1,160 @@
+//! Authorization for MCP servers at a URL, as the MCP authorization spec has it (OAuth 2.1):
+//! rmcp's implementation (metadata discovery by RFC 9728 and RFC 8414 with the issuer
+//! checks, dynamic registration, Client ID Metadata Documents, PKCE, resource indicators,
+//! refresh) with the host's parts around it: the manifest's `auth` table, a token store in
+//! the cache directory, a person's login on a loopback redirect, and errors that say what to
+//! run.
+//!
+//! ```no_run
+//! # async fn f() -> anyhow::Result<()> {
+//! use toolhost::mcp::client::McpServerConfig;
+//! use toolhost::mcp::client::auth::{self, ScriptedBrowser};
+//!
+//! let notes = McpServerConfig::http("notes", "http://127.0.0.1:8931/mcp");
+//! let dir = auth::default_token_dir().expect("a cache directory");
+//! let login = auth::login(&notes, &dir, &ScriptedBrowser, &[], std::time::Duration::from_secs(60)).await?;
+//! println!("logged in to notes, scopes {:?}", login.scopes);
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod login;
+mod status;
+mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use rmcp::transport::auth::AuthorizationManager;
+
+pub(crate) use client::{Explained, http_client};
+pub use login::{Browser, ScriptedBrowser};
+pub use status::{LoginStatus, status};
+pub use store::{FileTokenStore, default_token_dir};
+
+pub use crate::manifest::mcp_auth::{AuthEntry, ClientIdentity};
+
+use super::config::{McpServerConfig, expand_env};
+use crate::manifest::mcp_server::McpTransport;
+
+/// A server's authorization settings, resolved: its name, URL, `auth` table (or the
+/// defaults), static headers, and where its login is kept.
+#[derive(Clone)]
+pub(crate) struct ServerAuth {
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) entry: AuthEntry,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) store: FileTokenStore,
+    /// Who logs in again when the server turns the token down during a run (the scripted
+    /// browser of a test harness); nobody, in `host run`.
+    pub(crate) browser: Option<Arc<dyn Browser>>,
+}
+
+impl ServerAuth {
+    /// The settings of `config`, whose logins are kept in `dir`; an error when it is not
+    /// a server at a URL.
+    pub(crate) fn new(config: &McpServerConfig, dir: &Path) -> anyhow::Result<Self> {
+        let McpTransport::Http { url, headers } = &config.transport else {
+            return Err(anyhow!(
+                "`{}` is not a server at a `url`: there is nothing to log in to",
+                config.name
+            ));
+        };
+        Ok(Self {
+            name: config.name.clone(),
+            url: url.clone(),
+            entry: config.auth.clone().unwrap_or_default(),
+            headers: headers.clone(),
+            store: FileTokenStore::new(dir, &config.name, url),
+            browser: None,
+        })
+    }
+
+    /// The value of a `${NAME}` secret reference; the error names the key and the variable,
+    /// never a value.
+    pub(crate) fn secret(&self, reference: &str) -> anyhow::Result<String> {
+        expand_env(reference, |name| std::env::var(name).ok())
+            .map_err(|problem| anyhow!("`auth.client_secret`: {problem}"))
+    }
+
+    /// Whether a header of the manifest already authorizes (then OAuth stays out of it).
+    pub(crate) fn has_static_authorization(&self) -> bool {
+        self.headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+    }
+}
+
+/// An rmcp authorization manager for `server`, its tokens in the server's store when
+/// `stored` (else in memory).
+pub(crate) async fn manager_for(
+    server: &ServerAuth,
+    stored: bool,
+) -> anyhow::Result<AuthorizationManager> {
+    super::http::install_crypto_provider();
+    let mut manager = AuthorizationManager::new(server.url.as_str())
+        .await
+        .with_context(|| format!("`{}` is not a URL OAuth can use", server.url))?;
+    if stored {
+        manager.set_credential_store(server.store.clone());
+    }
+    Ok(manager)
+}
+
+/// What a login got.
+#[derive(Debug, Clone)]
+pub struct Login {
+    /// The scopes granted.
+    pub scopes: Vec<String>,
+    /// How long the access token is valid for, when the server said.
+    pub expires_in: Option<Duration>,
+    /// Whether a refresh token came with it (then an expired token is renewed without a
+    /// login).
+    pub refreshable: bool,
+    /// The file the tokens are kept in (`0600`).
+    pub path: PathBuf,
+}
+
+/// Logs in to the server `config` names, through `browser` (the authorization URL opened,
+/// the redirect received on 127.0.0.1), waiting up to `timeout`; the tokens are kept in
+/// `dir`, replacing an earlier login only when this one succeeds. `extra_scopes` are asked
+/// for besides the manifest's and the server's.
+pub async fn login(
+    config: &McpServerConfig,
+    dir: &Path,
+    browser: &dyn Browser,
+    extra_scopes: &[String],
+    timeout: Duration,
+) -> anyhow::Result<Login> {
+    let server = ServerAuth::new(config, dir)?;
+    let failed = || format!("logging in to `{}` failed", server.name);
+    let challenge = client::challenge(&server).await.with_context(failed)?;
+    login::authorize(
+        &server,
+        challenge.as_deref(),
+        browser,
+        extra_scopes,
+        timeout,
+    )
+    .await
+    .with_context(failed)?;
+    let status = status::of(&server.store)
+        .with_context(failed)?
+        .ok_or_else(|| anyhow!("the login left no tokens"))
+        .with_context(failed)?;
+    Ok(Login {
+        scopes: status.scopes,
+        expires_in: status.expires_in,
+        refreshable: status.refreshable,
+        path: server.store.path().to_owned(),
+    })
+}
+
+/// Forgets the login to `config`'s server kept in `dir`; `true` when there was one.
+pub fn logout(config: &McpServerConfig, dir: &Path) -> anyhow::Result<bool> {
+    let server = ServerAuth::new(config, dir)?;
+    server.store.remove().map_err(anyhow::Error::msg)
+}
