@@ -2,15 +2,17 @@
 SDK's parts (MCPServer with an `auth_server_provider`: protected resource metadata, RFC 8414
 metadata, dynamic registration, PKCE, refresh, bearer checks). For toolhost's login tests.
 
-    python oauth_server.py [--lifetime SECONDS]
+    python oauth_server.py [--lifetime SECONDS] [--client ID:SECRET]
 
 It listens on 127.0.0.1, on a free port it prints first; the MCP endpoint is /mcp. The
 authorization endpoint approves at once (the person said yes) and sends the browser back to
 the client's redirect URI. Access tokens last --lifetime seconds (default 3600); every token
-it issues is numbered, and the tool says which one it was called with.
+it issues is numbered, and the tool says which one it was called with. --client registers a
+confidential client beforehand (any redirect to 127.0.0.1 allowed, as RFC 8252 asks). What it
+issues (codes and tokens) it prints, one line each, for tests that look for them elsewhere.
 
 Tools:
-  count_notes {}   "3 notes (token #N)"
+  count_notes {folder?}   "3 notes (token #N)"
 """
 
 import argparse
@@ -35,6 +37,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 SCOPE = "notes"
+
+
+class LoopbackClient(OAuthClientInformationFull):
+    """A client registered beforehand, redirected to 127.0.0.1 on any port (RFC 8252 7.3)."""
+
+    def validate_redirect_uri(self, redirect_uri):
+        if redirect_uri is not None and str(redirect_uri).startswith("http://127.0.0.1:"):
+            return redirect_uri
+        return super().validate_redirect_uri(redirect_uri)
 
 
 class Provider:
@@ -62,6 +73,7 @@ class Provider:
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource,
         )
+        print(f"issued code {code}", flush=True)
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     async def load_authorization_code(self, client, code):
@@ -79,7 +91,7 @@ class Provider:
         self.refresh[refresh] = RefreshToken(
             token=refresh, client_id=client_id, scopes=scopes, resource=resource,
         )
-        print(f"issued token #{self.issued}", flush=True)
+        print(f"issued token #{self.issued} {token} {refresh}", flush=True)
         return OAuthToken(access_token=token, expires_in=self.lifetime,
                           scope=" ".join(scopes), refresh_token=refresh)
 
@@ -109,15 +121,25 @@ class Provider:
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lifetime", type=int, default=3600)
+    parser.add_argument("--client")
     args = parser.parse_args()
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until uvicorn takes the socket
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
 
     provider = Provider(args.lifetime)
+    if args.client:
+        client_id, secret = args.client.split(":", 1)
+        provider.clients[client_id] = LoopbackClient(
+            client_id=client_id, client_secret=secret,
+            redirect_uris=["http://127.0.0.1/callback"], scope=SCOPE,
+            token_endpoint_auth_method="client_secret_post",
+            grant_types=["authorization_code", "refresh_token"],
+        )
     server = MCPServer(
         "notes",
         auth_server_provider=provider,
@@ -133,8 +155,8 @@ def main():
     )
 
     @server.tool()
-    def count_notes() -> str:
-        """How many notes there are."""
+    def count_notes(folder: str = "inbox") -> str:
+        """How many notes there are in a folder."""
         token = get_access_token()
         serial = provider.serial.get(token.token) if token else None
         return f"3 notes (token #{serial})"

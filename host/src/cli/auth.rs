@@ -13,7 +13,7 @@ use toolhost::mcp::client::{McpServerConfig, McpTransport};
 use toolhost::units::HumanDuration;
 
 use super::ExitStatus;
-use super::output::{println, print_json};
+use super::output::{print_json, println};
 
 #[derive(Debug, Args)]
 pub struct AuthArgs {
@@ -76,9 +76,8 @@ struct LogoutArgs {
 
 impl AuthArgs {
     pub async fn run(self) -> anyhow::Result<ExitStatus> {
-        let dir = auth::default_token_dir().ok_or_else(|| {
-            anyhow::anyhow!("no cache directory: set TOOLHOST_CACHE (or HOME)")
-        })?;
+        let dir = auth::default_token_dir()
+            .ok_or_else(|| anyhow::anyhow!("no cache directory: set TOOLHOST_CACHE (or HOME)"))?;
         match self.command {
             AuthCommand::Login(args) => login(args, &dir).await,
             AuthCommand::Status(args) => status(&args, &dir),
@@ -177,9 +176,9 @@ impl State {
                     Some(left) if left.is_zero() && login.refreshable => {
                         "; the token has expired and is refreshed at the next use".to_owned()
                     }
-                    Some(left) if left.is_zero() => format!(
-                        "; the token has expired (host auth login {name})"
-                    ),
+                    Some(left) if left.is_zero() => {
+                        format!("; the token has expired (host auth login {name})")
+                    }
                     Some(left) => format!("; the token expires in {}", rounded(left)),
                     None => String::new(),
                 };
@@ -192,7 +191,9 @@ impl State {
         match self {
             Self::ClientCredentials => json!({"name": name, "login": "client_credentials"}),
             Self::NotLoggedIn => json!({"name": name, "login": "none"}),
-            Self::Unreadable(problem) => json!({"name": name, "login": "unreadable", "error": problem}),
+            Self::Unreadable(problem) => {
+                json!({"name": name, "login": "unreadable", "error": problem})
+            }
             Self::LoggedIn(login) => json!({
                 "name": name,
                 "login": "logged_in",

@@ -97,9 +97,11 @@ impl TryFrom<RawAuth> for AuthEntry {
         }
         let client = match (raw.grant, raw.client_id, raw.client_metadata_url) {
             (_, Some(_), Some(_)) => {
-                return Err("give either `auth.client_id` (a client registered beforehand) or \
+                return Err(
+                    "give either `auth.client_id` (a client registered beforehand) or \
                             `auth.client_metadata_url` (a Client ID Metadata Document), not both"
-                    .to_owned());
+                        .to_owned(),
+                );
             }
             (Grant::ClientCredentials, Some(client_id), None) => {
                 let Some(client_secret) = raw.client_secret else {
@@ -113,9 +115,11 @@ impl TryFrom<RawAuth> for AuthEntry {
                 }
             }
             (Grant::ClientCredentials, None, _) => {
-                return Err("`auth.grant = \"client_credentials\"` needs `auth.client_id` and \
+                return Err(
+                    "`auth.grant = \"client_credentials\"` needs `auth.client_id` and \
                             `auth.client_secret`"
-                    .to_owned());
+                        .to_owned(),
+                );
             }
             (Grant::AuthorizationCode, Some(client_id), None) => ClientIdentity::Preregistered {
                 client_id: non_empty("client_id", client_id)?,
@@ -161,9 +165,11 @@ fn check_secret_reference(secret: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        _ => Err("`auth.client_secret` must name an environment variable, as \
+        _ => Err(
+            "`auth.client_secret` must name an environment variable, as \
                   `client_secret = \"${NAME}\"`: a secret written into a manifest is not secret"
-            .to_owned()),
+                .to_owned(),
+        ),
     }
 }
 
@@ -171,7 +177,9 @@ fn check_secret_reference(secret: &str) -> Result<(), String> {
 fn check_metadata_url(url: &str) -> Result<(), String> {
     match url::Url::parse(url) {
         Ok(parsed)
-            if parsed.scheme() == "https" && parsed.host_str().is_some() && parsed.path() != "/" =>
+            if parsed.scheme() == "https"
+                && parsed.host_str().is_some()
+                && parsed.path() != "/" =>
         {
             Ok(())
         }
@@ -209,7 +217,8 @@ mod tests {
             matches!(&cimd, Ok(AuthEntry { client: ClientIdentity::MetadataDocument { url }, .. }) if url == "https://example.com/c.json"),
             "{cimd:?}"
         );
-        let m2m = auth("grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret = \"${S}\"\n");
+        let m2m =
+            auth("grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret = \"${S}\"\n");
         assert!(
             matches!(
                 &m2m,
@@ -226,12 +235,18 @@ mod tests {
     fn bad_values_name_the_key_and_the_fix() {
         let cases = [
             ("client_secret = \"${S}\"\n", "`auth.client_secret` needs"),
-            ("client_id = \"a\"\nclient_secret = \"hunter2\"\n", "must name an environment"),
+            (
+                "client_id = \"a\"\nclient_secret = \"hunter2\"\n",
+                "must name an environment",
+            ),
             (
                 "client_id = \"a\"\nclient_metadata_url = \"https://x/c\"\n",
                 "not both",
             ),
-            ("client_metadata_url = \"http://x/c.json\"\n", "not an https:// URL"),
+            (
+                "client_metadata_url = \"http://x/c.json\"\n",
+                "not an https:// URL",
+            ),
             ("client_metadata_url = \"https://x/\"\n", "with a path"),
             ("grant = \"client_credentials\"\n", "needs `auth.client_id`"),
             (

@@ -262,6 +262,10 @@ struct Watched<T> {
 impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
     type Error = T::Error;
 
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
+
     fn send(
         &mut self,
         item: ClientJsonRpcMessage,

@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
+use rmcp::RoleClient;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::transport::auth::{
     AuthClient, AuthorizationManager, ClientCredentialsConfig, OAuthClientConfig,
     WWWAuthenticateParams,
@@ -21,8 +23,6 @@ use rmcp::transport::streamable_http_client::{
     AuthRequiredError, InsufficientScopeError, StreamableHttpClient, StreamableHttpError,
     StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use rmcp::transport::Transport;
-use rmcp::RoleClient;
 
 use super::{ServerAuth, login, manager_for};
 use crate::manifest::mcp_auth::ClientIdentity;
@@ -362,6 +362,10 @@ where
 {
     type Error = Explanation<T::Error>;
 
+    fn name() -> std::borrow::Cow<'static, str> {
+        "Streamable HTTP".into()
+    }
+
     fn send(
         &mut self,
         item: ClientJsonRpcMessage,
@@ -412,8 +416,7 @@ impl<E: std::error::Error + 'static> fmt::Display for Explanation<E> {
             if let Some(insufficient) = current.downcast_ref::<InsufficientScopeError>() {
                 let scope = insufficient.required_scope.clone().or_else(|| {
                     let base = url::Url::parse("http://localhost/").ok()?;
-                    WWWAuthenticateParams::parse(&insufficient.www_authenticate_header, &base)
-                        .scope
+                    WWWAuthenticateParams::parse(&insufficient.www_authenticate_header, &base).scope
                 });
                 return match scope {
                     Some(scope) => write!(

@@ -137,9 +137,9 @@ fn request(
                 request = request.with_client_secret(server.secret(secret)?);
             }
         }
-        ClientIdentity::ClientCredentials { .. } => bail!(
-            "it takes its tokens by client credentials (`auth.grant`): it needs no login"
-        ),
+        ClientIdentity::ClientCredentials { .. } => {
+            bail!("it takes its tokens by client credentials (`auth.grant`): it needs no login")
+        }
     }
     let mut scopes = server.entry.scopes.clone();
     if !scopes.is_empty() || !extra_scopes.is_empty() {
@@ -173,7 +173,12 @@ async fn redirect(listener: &TcpListener, state: &str) -> anyhow::Result<Callbac
             continue;
         };
         let Ok(url) = url::Url::parse(&format!("http://127.0.0.1{target}")) else {
-            respond(&mut stream, 400, "That is not a redirect toolhost can read.").await;
+            respond(
+                &mut stream,
+                400,
+                "That is not a redirect toolhost can read.",
+            )
+            .await;
             continue;
         };
         if url.path() != "/callback" {
@@ -186,14 +191,24 @@ async fn redirect(listener: &TcpListener, state: &str) -> anyhow::Result<Callbac
                 .map(|(_, value)| value.into_owned())
         };
         if param("state").as_deref() != Some(state) {
-            respond(&mut stream, 400, "This redirect is not for the login toolhost started; nothing was stored.").await;
+            respond(
+                &mut stream,
+                400,
+                "This redirect is not for the login toolhost started; nothing was stored.",
+            )
+            .await;
             bail!(
                 "the redirect's `state` is not the login's: it was not sent for this login \
                  (nothing was stored); run `host auth login` again"
             );
         }
         if let Some(error) = param("error") {
-            respond(&mut stream, 400, "The authorization server refused the login.").await;
+            respond(
+                &mut stream,
+                400,
+                "The authorization server refused the login.",
+            )
+            .await;
             let description = param("error_description")
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default();
@@ -221,8 +236,8 @@ async fn request_target(stream: &mut TcpStream) -> anyhow::Result<String> {
     let mut head = Vec::new();
     let mut buffer = [0u8; 2048];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
-            .await??;
+        let read =
+            tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer)).await??;
         if read == 0 || head.len() + read > MAX_REQUEST_HEAD {
             bail!("not an HTTP request");
         }

@@ -8,7 +8,9 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rmcp::transport::auth::{AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -166,7 +168,10 @@ fn store_error(problem: String) -> AuthError {
 #[async_trait::async_trait]
 impl CredentialStore for FileTokenStore {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(self.read().map_err(store_error)?.map(|file| file.credentials))
+        Ok(self
+            .read()
+            .map_err(store_error)?
+            .map(|file| file.credentials))
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
@@ -202,7 +207,13 @@ mod tests {
         let temp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let dir = temp.path().join("auth");
         let store = FileTokenStore::new(&dir, "notes", "http://127.0.0.1:1/mcp");
-        assert!(store.load().await.unwrap_or_else(|e| panic!("{e}")).is_none());
+        assert!(
+            store
+                .load()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
         store
             .save(credentials())
             .await
@@ -213,10 +224,22 @@ mod tests {
         let loaded = store.load().await.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(loaded.map(|c| c.client_id).as_deref(), Some("client"));
         let moved = FileTokenStore::new(&dir, "notes", "http://127.0.0.1:2/mcp");
-        assert!(moved.load().await.unwrap_or_else(|e| panic!("{e}")).is_none());
+        assert!(
+            moved
+                .load()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
         assert_ne!(moved.path(), store.path());
         assert!(store.remove().unwrap_or_else(|e| panic!("{e}")));
-        assert!(store.load().await.unwrap_or_else(|e| panic!("{e}")).is_none());
+        assert!(
+            store
+                .load()
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+                .is_none()
+        );
     }
 
     #[tokio::test]
@@ -238,6 +261,9 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         let error = store.load().await.unwrap_err().to_string();
         assert!(error.contains("chmod go-w"), "{error}");
-        assert!(!error.contains("at-123") && !error.contains("rt-456"), "{error}");
+        assert!(
+            !error.contains("at-123") && !error.contains("rt-456"),
+            "{error}"
+        );
     }
 }
