@@ -50,8 +50,20 @@ class Handler(BaseHTTPRequestHandler):
                 self.reply(id, {"content": [{"type": "text", "text": args["text"]}]}, stream=MODE == "sse")
             else:
                 self.big(id, int(args["bytes"]))
-        else:
+        elif method == "ping":
             self.reply(id, {})
+        else:
+            # As JSON-RPC has it (a server of the dated revisions answers 2026-07-28's
+            # `server/discover` so, and the client falls back to `initialize`).
+            self.error(id, -32601, f"method not found: {method}")
+
+    def error(self, id, code, message):
+        body = json.dumps({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def reply(self, id, result, stream=False):
         body = json.dumps({"jsonrpc": "2.0", "id": id, "result": result}).encode()

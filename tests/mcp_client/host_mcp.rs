@@ -1,12 +1,17 @@
 //! toolhost's own `host mcp` as an MCP server: a toolhost loop calling another toolhost's
 //! sandboxed tools.
 
-use toolhost::CallContext;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
 use toolhost::mcp::client::McpServerConfig;
+use toolhost::{Asker, CallContext};
 use toolhost_tests::cli::ManifestFile;
+use toolhost_tests::components::FILES;
 use toolhost_tests::host_binary;
 
-use super::{patient, toolbox};
+use super::relay::Answering;
+use super::{patient, server, toolbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_toolhost_loop_calls_another_toolhosts_sandboxed_tools() {
@@ -44,5 +49,74 @@ async fn a_toolhost_loop_calls_another_toolhosts_sandboxed_tools() {
             .is_some_and(|root| (root * root - 475695037565.0).abs() < 1e-3),
         "{output:?}"
     );
+    toolbox.shutdown().await;
+}
+
+/// Another toolhost speaks 2026-07-28 (it answers `server/discover`), so the call of a tool
+/// that asks ends with an input-required result: the question reaches this call's asker, and
+/// the call is sent again with the answer, which the inner tool acts on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_of_another_toolhosts_tool_reaches_this_calls_asker() {
+    let notes = tempfile::tempdir().unwrap();
+    let inner = ManifestFile::new(&format!(
+        "[components.files]\npath = {FILES:?}\ngrants.dirs = [{{ host = {:?}, guest = \"/notes\", write = true }}]\n",
+        notes.path()
+    ));
+    let command = vec![
+        host_binary().to_str().unwrap().to_owned(),
+        "mcp".to_owned(),
+        inner.arg().to_owned(),
+    ];
+    let (server, toolbox) = server(patient(McpServerConfig::stdio("inner", command))).await;
+    assert_eq!(
+        server.identity().unwrap().protocol_version,
+        "2026-07-28",
+        "the newest revision both speak"
+    );
+    let note = r#"{"title": "groceries", "text": "eggs"}"#;
+    let first = toolbox
+        .call("write_note", note, &CallContext::default())
+        .await;
+    first.unwrap_or_else(|e| panic!("{e}"));
+
+    let asker = Arc::new(Answering {
+        answer: json!({ "action": "accept", "content": { "overwrite": true } }),
+        asked: Mutex::new(Vec::new()),
+    });
+    let context = CallContext {
+        asker: Some(Asker(asker.clone())),
+        ..CallContext::default()
+    };
+    let again = r#"{"title": "groceries", "text": "milk"}"#;
+    toolbox
+        .call("write_note", again, &context)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let asked = asker.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].0, "MCP server `inner` (tool `write_note`)");
+    assert_eq!(asked[0].1.method, "elicitation/create");
+    assert!(
+        asked[0].1.params["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exists already")),
+        "{:?}",
+        asked[0].1
+    );
+    let written = std::fs::read_to_string(notes.path().join("groceries.md")).unwrap();
+    assert!(written.contains("milk"), "{written}");
+
+    // Nobody to ask: the call fails saying so, and the note stays as it is.
+    let refused = toolbox
+        .call(
+            "write_note",
+            r#"{"title": "groceries", "text": "tea"}"#,
+            &CallContext::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("nobody to ask"), "{refused}");
+    let kept = std::fs::read_to_string(notes.path().join("groceries.md")).unwrap();
+    assert!(kept.contains("milk"), "{kept}");
     toolbox.shutdown().await;
 }

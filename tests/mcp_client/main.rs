@@ -9,6 +9,7 @@
 mod auth;
 mod bad;
 mod cli;
+mod conformance;
 mod everything;
 mod host_mcp;
 mod lifecycle;

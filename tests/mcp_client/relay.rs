@@ -40,9 +40,9 @@ impl CallObserver for Seen {
 }
 
 /// An asker that answers every request with `answer` and remembers who asked what.
-struct Answering {
-    answer: Value,
-    asked: Mutex<Vec<(String, InputRequest)>>,
+pub(crate) struct Answering {
+    pub(crate) answer: Value,
+    pub(crate) asked: Mutex<Vec<(String, InputRequest)>>,
 }
 
 impl Ask for Answering {

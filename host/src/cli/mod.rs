@@ -3,6 +3,7 @@
 mod approve;
 mod auth;
 mod call;
+mod conformance;
 mod form;
 mod inspect;
 mod mcp;
@@ -132,6 +133,9 @@ enum Command {
     ///   host auth logout notes -m toolhost.toml
     #[command(verbatim_doc_comment)]
     Auth(auth::AuthArgs),
+    /// The client under test of the MCP conformance suite's client leg (for the suite)
+    #[command(hide = true)]
+    ConformanceClient(conformance::ConformanceClientArgs),
 }
 
 /// Runs the command `args` names.
@@ -156,6 +160,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Chat(command) => command.run(&runtime).await,
             Command::Mcp(command) => command.run(&runtime).await,
             Command::Auth(command) => command.run().await,
+            Command::ConformanceClient(command) => command.run(&runtime).await,
         }
     };
     // On Ctrl-C or SIGTERM the work is dropped, which stops a local model server and the

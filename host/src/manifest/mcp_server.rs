@@ -40,7 +40,20 @@ pub struct McpServerEntry {
     pub roots: Vec<PathBuf>,
     /// How a server at a `url` is authorized (its `auth` table); `None` when absent.
     pub auth: Option<AuthEntry>,
+    /// The MCP revision to speak to it (one of [`PROTOCOL_VERSIONS`]); when absent, the
+    /// newest it speaks: 2026-07-28 if it answers `server/discover`, else a dated revision
+    /// over `initialize`.
+    pub protocol: Option<String>,
 }
+
+/// The MCP revisions the host can speak to a server, oldest first.
+pub const PROTOCOL_VERSIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -67,6 +80,7 @@ struct RawEntry {
     #[serde(default)]
     roots: Vec<PathBuf>,
     auth: Option<AuthEntry>,
+    protocol: Option<String>,
 }
 
 fn yes() -> bool {
@@ -131,6 +145,15 @@ impl TryFrom<RawEntry> for McpServerEntry {
                 "`roots` has an empty path: name each directory the server may know of".to_owned(),
             );
         }
+        if let Some(protocol) = &raw.protocol
+            && !PROTOCOL_VERSIONS.contains(&protocol.as_str())
+        {
+            return Err(format!(
+                "`protocol = {protocol:?}` is not an MCP revision the host speaks: use one of \
+                 {}, or leave it out to use the newest the server speaks",
+                PROTOCOL_VERSIONS.join(", ")
+            ));
+        }
         Ok(Self {
             transport,
             prefix: raw.prefix,
@@ -143,6 +166,7 @@ impl TryFrom<RawEntry> for McpServerEntry {
             sampling: raw.sampling,
             roots: raw.roots,
             auth: raw.auth,
+            protocol: raw.protocol,
         })
     }
 }
@@ -241,6 +265,13 @@ mod tests {
         assert!(reserved.contains("set by the MCP transport"), "{reserved}");
         let empty_root = entry("command = [\"a\"]\nroots = [\"\"]\n").unwrap_err();
         assert!(empty_root.contains("`roots`"), "{empty_root}");
+        let revision = entry("command = [\"a\"]\nprotocol = \"2025-13-01\"\n").unwrap_err();
+        assert!(
+            revision.contains("2025-13-01") && revision.contains("2025-11-25, 2026-07-28"),
+            "{revision}"
+        );
+        let pinned = entry("url = \"http://x/mcp\"\nprotocol = \"2025-06-18\"\n").unwrap();
+        assert_eq!(pinned.protocol.as_deref(), Some("2025-06-18"));
         let typo = entry("command = [\"a\"]\nrequird = true\n").unwrap_err();
         assert!(typo.contains("unknown field `requird`"), "{typo}");
     }

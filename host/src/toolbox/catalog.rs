@@ -170,18 +170,31 @@ fn check_lists(
     Ok(())
 }
 
-pub(super) fn check(catalog: &Catalog, name: &str, arguments: &Arguments) -> Result<(), CallError> {
+/// Checks `arguments` against tool `name`'s schema. They fit as they are (`Ok(None)`), or
+/// once the optional ones that are `null` are left out (`Ok(Some(those))`): a `null` where
+/// the schema takes no `null` is how many models, and MCP clients, write "not given".
+pub(super) fn check(
+    catalog: &Catalog,
+    name: &str,
+    arguments: &Arguments,
+) -> Result<Option<Arguments>, CallError> {
     let Some(&at) = catalog.index.get(name) else {
         return Err(CallError::UnknownTool {
             name: name.to_owned(),
             available: catalog.names(),
         });
     };
-    let validator = &catalog.entries[at].validator;
+    let entry = &catalog.entries[at];
+    let validator = &entry.validator;
     let value = arguments.value();
     // A yes/no check is cheaper than collecting errors: collect them only when it fails.
     if validator.is_valid(value) {
-        return Ok(());
+        return Ok(None);
+    }
+    if let Some(given) = without_optional_nulls(&entry.spec.input_schema, value)
+        && validator.is_valid(given.value())
+    {
+        return Ok(Some(given));
     }
     let problems: Vec<String> = validator
         .iter_errors(value)
@@ -196,10 +209,31 @@ pub(super) fn check(catalog: &Catalog, name: &str, arguments: &Arguments) -> Res
         })
         .collect();
     if problems.is_empty() {
-        Ok(())
+        Ok(None)
     } else {
         Err(invalid_arguments(catalog, name, problems.join("; ")))
     }
+}
+
+/// `arguments` without the properties that are `null` and not required by `schema`; `None`
+/// when there are none.
+fn without_optional_nulls(schema: &Value, arguments: &Value) -> Option<Arguments> {
+    let object = arguments.as_object()?;
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let is_dropped = |name: &str, value: &Value| value.is_null() && !required.contains(&name);
+    if !object.iter().any(|(name, value)| is_dropped(name, value)) {
+        return None;
+    }
+    let kept = object
+        .iter()
+        .filter(|(name, value)| !is_dropped(name, value))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    Some(Arguments::from_object(kept))
 }
 
 /// Arguments of tool `name` that do not fit: `message`, then what to send instead.
@@ -228,4 +262,30 @@ fn closest<'a>(typed: &str, names: &'a [String]) -> Option<&'a str> {
         .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, name)| name.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_optional_nulls_are_left_out() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
+            "required": ["city"]
+        });
+        let given = without_optional_nulls(&schema, &json!({"city": "Oslo", "units": null}));
+        assert_eq!(
+            given.map(|a| a.value().clone()),
+            Some(json!({"city": "Oslo"}))
+        );
+        // A required null stays (and is then refused by the schema, naming it).
+        let required = without_optional_nulls(&schema, &json!({"city": null}));
+        assert!(required.is_none());
+        // Nothing to leave out.
+        assert!(without_optional_nulls(&schema, &json!({"city": "Oslo"})).is_none());
+    }
 }

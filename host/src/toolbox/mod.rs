@@ -309,7 +309,7 @@ impl Toolbox {
 
     /// Checks `arguments` against the schema of tool `name`, without running it.
     pub fn check_arguments(&self, name: &str, arguments: &Arguments) -> Result<(), CallError> {
-        check(&self.catalog(), name, arguments)
+        check(&self.catalog(), name, arguments).map(drop)
     }
 
     /// Calls tool `name` with `arguments`, a JSON object as text (empty text is `{}`, as
@@ -344,7 +344,8 @@ impl Toolbox {
     }
 
     /// Calls tool `name` with `arguments`. They are checked against the tool's schema first;
-    /// when they do not fit, the tool does not run.
+    /// when they do not fit, the tool does not run. An optional argument that is `null` where
+    /// the schema takes no `null` is left out ("not given", as models and MCP clients write it).
     pub async fn call_parsed(
         &self,
         name: &str,
@@ -352,8 +353,10 @@ impl Toolbox {
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         let catalog = self.catalog();
-        check(&catalog, name, arguments)?;
-        self.route(&catalog, name, arguments, context).await
+        match check(&catalog, name, arguments)? {
+            None => self.route(&catalog, name, arguments, context).await,
+            Some(given) => self.route(&catalog, name, &given, context).await,
+        }
     }
 
     /// Calls tool `name` with `arguments` passed to its source as they are, without checking

@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rmcp::model::ProtocolVersion;
+
+use super::auth::RunBrowser;
 use crate::manifest::Manifest;
 use crate::manifest::mcp_auth::AuthEntry;
 use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
@@ -60,6 +63,14 @@ pub struct McpServerConfig {
     /// `None`, a token stored by `host auth login` is still used, and a server that asks for
     /// one gets the defaults of [`AuthEntry`].
     pub auth: Option<AuthEntry>,
+    /// Who logs in to it when it asks for authorization during a run: nobody by default
+    /// (the run fails, naming `host auth login`); a test harness's scripted browser.
+    pub browser: Option<RunBrowser>,
+    /// The MCP revision to speak (one of
+    /// [`PROTOCOL_VERSIONS`](crate::manifest::mcp_server::PROTOCOL_VERSIONS)); `None`
+    /// negotiates: 2026-07-28 (stateless, `server/discover`) when the server speaks it, else
+    /// the dated revision it answers `initialize` with.
+    pub protocol: Option<String>,
 }
 
 impl McpServerConfig {
@@ -104,6 +115,8 @@ impl McpServerConfig {
             sampling: false,
             roots: Vec::new(),
             auth: None,
+            browser: None,
+            protocol: None,
         }
     }
 
@@ -123,6 +136,27 @@ impl McpServerConfig {
             headers.push((name.to_owned(), value.to_owned()));
         }
         self
+    }
+
+    /// The revision [`protocol`](Self::protocol) pins, if any; the error says it is not one
+    /// the host speaks.
+    pub(super) fn protocol_version(&self) -> Result<Option<ProtocolVersion>, String> {
+        let Some(pinned) = &self.protocol else {
+            return Ok(None);
+        };
+        ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .find(|known| known.as_str() == pinned)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "MCP server `{}`: `protocol = {pinned:?}` is not an MCP revision the host \
+                     speaks (one of {})",
+                    self.name,
+                    crate::manifest::mcp_server::PROTOCOL_VERSIONS.join(", ")
+                )
+            })
     }
 
     /// What it runs or where it is: the command line, or the URL.
@@ -228,6 +262,8 @@ impl McpServerConfig {
             sampling: entry.sampling,
             roots: entry.roots.iter().map(|root| base.join(root)).collect(),
             auth: entry.auth.clone(),
+            browser: None,
+            protocol: entry.protocol.clone(),
         }
     }
 }

@@ -7,12 +7,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::anyhow;
+use rmcp::RoleClient;
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool,
 };
-use rmcp::service::RunningService;
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::Transport;
-use rmcp::{RoleClient, ServiceExt};
 
 use super::config::McpServerConfig;
 use super::handler::{Handler, ToolsWatcher};
@@ -58,6 +59,7 @@ pub(super) async fn connect(
         })
     };
     let handler = Handler::new(config, tools, calls);
+    let lifecycle = lifecycle(config.protocol_version().map_err(anyhow::Error::msg)?);
     let limit = max_answer(config.max_result);
     match &config.transport {
         McpTransport::Stdio {
@@ -72,7 +74,7 @@ pub(super) async fn connect(
                 env,
                 cwd: cwd.as_deref(),
             };
-            connect_stdio(config, command, handler, limit, watcher).await
+            connect_stdio(config, command, (handler, lifecycle), limit, watcher).await
         }
         McpTransport::Http { .. } => {
             let transport = http::transport(config, limit)
@@ -82,7 +84,8 @@ pub(super) async fn connect(
                 inner: transport,
                 watcher,
             };
-            match tokio::time::timeout(config.startup_timeout, start(handler, transport)).await {
+            let started = start(handler, lifecycle, transport);
+            match tokio::time::timeout(config.startup_timeout, started).await {
                 Ok(Ok((service, tools))) => {
                     let connection = Connection {
                         service,
@@ -114,7 +117,7 @@ struct Command<'a> {
 async fn connect_stdio(
     config: &McpServerConfig,
     command: Command<'_>,
-    handler: Handler,
+    (handler, lifecycle): (Handler, ClientLifecycleMode),
     limit: usize,
     watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync>,
 ) -> anyhow::Result<(Connection, Vec<Tool>)> {
@@ -129,7 +132,7 @@ async fn connect_stdio(
         watcher,
     )
     .map_err(|error| anyhow!("cannot start `{}`: {error}", command.program.display()))?;
-    match tokio::time::timeout(timeout, start(handler, transport)).await {
+    match tokio::time::timeout(timeout, start(handler, lifecycle, transport)).await {
         Ok(Ok((service, tools))) => {
             let connection = Connection {
                 service,
@@ -155,9 +158,27 @@ async fn connect_stdio(
     }
 }
 
-/// The MCP handshake, then the first listing of the tools.
+/// How the client starts with a server pinned to `protocol`, or with any server: it asks
+/// `server/discover` at 2026-07-28 first, and a server that answers it with an error is a
+/// server of the dated revisions, greeted with `initialize`.
+fn lifecycle(protocol: Option<ProtocolVersion>) -> ClientLifecycleMode {
+    match protocol {
+        None => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+        Some(version) if !version.has_initialize() => ClientLifecycleMode::Discover {
+            preferred_versions: vec![version],
+        },
+        // The handler's `initialize` names the version.
+        Some(_) => ClientLifecycleMode::Initialize,
+    }
+}
+
+/// The MCP handshake (or discovery), then the first listing of the tools.
 async fn start<T, E>(
     handler: Handler,
+    lifecycle: ClientLifecycleMode,
     transport: T,
 ) -> anyhow::Result<(RunningService<RoleClient, Handler>, Vec<Tool>)>
 where
@@ -165,7 +186,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let service = handler
-        .serve(transport)
+        .serve_with_lifecycle(transport, lifecycle)
         .await
         .map_err(|error| anyhow!("the MCP handshake failed: {error}"))?;
     // rmcp keeps listings in a cache that answers from an old page when listing fails:

@@ -6,18 +6,20 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult, Root,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
+    ProtocolVersion, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::config::McpServerConfig;
-use super::relay::Calls;
+use super::relay::{AnswersInput, Calls, Target};
 use crate::asking::AskError;
 use crate::content::InputRequest;
 
@@ -37,6 +39,9 @@ pub(super) struct Handler {
     calls: Arc<Calls>,
     sampling: bool,
     roots: Arc<[PathBuf]>,
+    /// The revision `initialize` names: the one the configuration pins, else the newest
+    /// with a handshake.
+    protocol: ProtocolVersion,
 }
 
 impl Handler {
@@ -51,6 +56,11 @@ impl Handler {
             calls,
             sampling: config.sampling,
             roots: config.roots.clone().into(),
+            protocol: config
+                .protocol_version()
+                .ok()
+                .flatten()
+                .unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE),
         }
     }
 
@@ -74,6 +84,18 @@ impl Handler {
                     None,
                 )
             })?;
+        self.ask(&target, method, params).await
+    }
+
+    /// Asks `target`'s asker the server's request `method` with `params`, and reads its
+    /// answer as a `T`.
+    async fn ask<P: Serialize, T: DeserializeOwned>(
+        &self,
+        target: &Target,
+        method: &str,
+        params: &P,
+    ) -> Result<T, ErrorData> {
+        let server = &self.server;
         let request = InputRequest {
             method: method.to_owned(),
             params: serde_json::to_value(params).unwrap_or_default(),
@@ -94,6 +116,86 @@ impl Handler {
             )
         })
     }
+
+    /// The answer to one request of an input-required result (2026-07-28) of a call of
+    /// `target`: what its asker answers, under the same grants as the requests a server
+    /// sends during a call of the dated revisions.
+    async fn answer(
+        &self,
+        target: &Target,
+        request: rmcp::model::InputRequest,
+    ) -> Result<Value, ErrorData> {
+        use rmcp::model::InputRequest as Asked;
+        let answer = match request {
+            Asked::Elicitation(request) => {
+                let answer: ElicitResult = self
+                    .ask(target, "elicitation/create", &request.params)
+                    .await?;
+                serde_json::to_value(answer)
+            }
+            Asked::CreateMessage(request) => {
+                self.may_sample()?;
+                let answer: CreateMessageResult = self
+                    .ask(target, "sampling/createMessage", &request.params)
+                    .await?;
+                serde_json::to_value(answer)
+            }
+            Asked::ListRoots(_) => serde_json::to_value(self.roots()?),
+            // A kind of request newer than this host: say so rather than guess an answer.
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    "toolhost does not know this kind of request for input".to_owned(),
+                    None,
+                ));
+            }
+        };
+        answer.map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    /// Refused unless the server's configuration lets it use the model.
+    fn may_sample(&self) -> Result<(), ErrorData> {
+        if self.sampling {
+            return Ok(());
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!(
+                "toolhost has no model for the sampling requests of MCP server `{}`: it may \
+                 use the user's model only when its manifest entry says `sampling = true`",
+                self.server
+            ),
+            None,
+        ))
+    }
+
+    /// The roots the server's configuration grants; an error when it grants none.
+    fn roots(&self) -> Result<ListRootsResult, ErrorData> {
+        if self.roots.is_empty() {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "no roots are granted to MCP server `{}`: list the directories it may know \
+                     of in its manifest entry's `roots`",
+                    self.server
+                ),
+                None,
+            ));
+        }
+        Ok(ListRootsResult::new(
+            self.roots.iter().map(|path| root(path)).collect(),
+        ))
+    }
+}
+
+impl AnswersInput for Handler {
+    fn answer_input<'a>(
+        &'a self,
+        target: &'a Target,
+        request: rmcp::model::InputRequest,
+    ) -> BoxFuture<'a, Result<Value, ErrorData>> {
+        Box::pin(self.answer(target, request))
+    }
 }
 
 impl ClientHandler for Handler {
@@ -109,6 +211,7 @@ impl ClientHandler for Handler {
             serde_json::from_value::<ClientCapabilities>(capabilities).unwrap_or_default(),
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(self.protocol.clone())
     }
 
     async fn create_elicitation(
@@ -124,17 +227,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        if !self.sampling {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "toolhost has no model for the sampling requests of MCP server `{}`: it may \
-                     use the user's model only when its manifest entry says `sampling = true`",
-                    self.server
-                ),
-                None,
-            ));
-        }
+        self.may_sample()?;
         self.relay("sampling/createMessage", &params, &context)
             .await
     }
@@ -143,20 +236,7 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        if self.roots.is_empty() {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!(
-                    "no roots are granted to MCP server `{}`: list the directories it may know \
-                     of in its manifest entry's `roots`",
-                    self.server
-                ),
-                None,
-            ));
-        }
-        Ok(ListRootsResult::new(
-            self.roots.iter().map(|path| root(path)).collect(),
-        ))
+        self.roots()
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

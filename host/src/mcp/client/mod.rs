@@ -380,7 +380,8 @@ impl Shared {
         // Dropping the call (at the timeout, or when the caller gives up) sends the server
         // `notifications/cancelled`.
         let peer = connection.service.peer();
-        let call = relay::call_tool(peer, &self.calls, tool, params, context);
+        let relay: (_, &dyn relay::AnswersInput) = (&self.calls, connection.service.service());
+        let call = relay::call_tool(peer, relay, tool, params, context);
         let Ok((answer, reports)) = tokio::time::timeout(self.config.timeout, call).await else {
             if let Some(protocol) = connection
                 .process

@@ -13,11 +13,11 @@
 //!   cannot be told apart, and the request is refused saying so.
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
+    ClientRequest, ErrorData, JsonRpcMessage, LoggingLevel, LoggingMessageNotificationParam,
     ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
     ServerResult,
 };
@@ -65,6 +65,21 @@ struct Running {
 }
 
 impl Running {
+    /// Who answers what the server asks during this call.
+    fn target(&self) -> Result<Target, String> {
+        match &self.asker {
+            Some(asker) => Ok(Target {
+                tool: self.tool.clone(),
+                asker: asker.clone(),
+            }),
+            None => Err(format!(
+                "the call of `{}` has nobody to ask (it was made without an asker: by `host \
+                 call`, a run without a terminal, or an application that passed none)",
+                self.tool
+            )),
+        }
+    }
+
     /// Its reports, with their clock brought to now.
     fn reports(&self) -> MutexGuard<'_, CallReports> {
         let millis = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -204,17 +219,7 @@ impl Calls {
             }
             (None, several) => return shared_asker(several),
         };
-        match &call.asker {
-            Some(asker) => Ok(Target {
-                tool: call.tool.clone(),
-                asker: asker.clone(),
-            }),
-            None => Err(format!(
-                "the call of `{}` has nobody to ask (it was made without an asker: by `host \
-                 call`, a run without a terminal, or an application that passed none)",
-                call.tool
-            )),
-        }
+        call.target()
     }
 }
 
@@ -264,6 +269,16 @@ impl Registered {
     }
 
     /// The call ended: passes on the progress the rate bound held back.
+    /// Who answers for this call.
+    fn target(&self) -> Result<Target, String> {
+        let inner = lock(&self.calls.0);
+        let entry = inner.running.iter().find(|e| e.id == self.id);
+        match entry {
+            Some(entry) => entry.call.target(),
+            None => Err("the call has ended".to_owned()),
+        }
+    }
+
     fn finish(&self) -> ReportCounts {
         let inner = lock(&self.calls.0);
         inner
@@ -285,37 +300,95 @@ impl Drop for Registered {
     }
 }
 
+/// Who answers the requests of a 2026-07-28 input-required result of a call of `target`
+/// (the connection's handler, under the same grants as requests sent during a call).
+pub(super) trait AnswersInput: Sync {
+    fn answer_input<'a>(
+        &'a self,
+        target: &'a Target,
+        request: rmcp::model::InputRequest,
+    ) -> futures::future::BoxFuture<'a, Result<Value, ErrorData>>;
+}
+
+/// The most rounds of input a call may ask for (2026-07-28 input-required results) before
+/// it is given up: as many as rmcp's own client allows.
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
 /// Sends `params` as a `tools/call` and waits for its result, while what the server reports
-/// and asks goes to `context`'s observer and asker. Dropping it (at the timeout, or when the
-/// caller gives up) sends the server `notifications/cancelled`.
+/// and asks goes to `context`'s observer and asker: its requests during the call (dated
+/// revisions), and the input its input-required results ask for (2026-07-28), after which
+/// the call is sent again with the answers and the state the server gave. Dropping it (at the
+/// timeout, or when the caller gives up) sends the server `notifications/cancelled`.
 pub(super) async fn call_tool(
     peer: &Peer<RoleClient>,
-    calls: &Arc<Calls>,
+    (calls, handler): (&Arc<Calls>, &dyn AnswersInput),
     tool: &str,
-    params: CallToolRequestParams,
+    mut params: CallToolRequestParams,
     context: &CallContext,
 ) -> (Result<CallToolResult, ServiceError>, ReportCounts) {
     let call = calls.begin(tool, context);
+    let mut quiet_rounds = 0;
+    for _ in 0..MAX_INPUT_ROUNDS {
+        let asked = match send(peer, &call, params.clone()).await {
+            Ok(ServerResult::InputRequiredResult(asked)) => asked,
+            Ok(ServerResult::CallToolResult(result)) => return (Ok(result), call.finish()),
+            // A server may answer a tool that returns nothing with an empty result.
+            Ok(ServerResult::EmptyResult(_)) => {
+                return (Ok(CallToolResult::default()), call.finish());
+            }
+            Ok(_) => return (Err(ServiceError::UnexpectedResponse), call.finish()),
+            Err(error) => return (Err(error), call.finish()),
+        };
+        let requests = asked.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            if asked.request_state.is_none() {
+                // Nothing asked and nothing to send back: the same call would get the same.
+                return (Err(ServiceError::UnexpectedResponse), call.finish());
+            }
+            // Only state: the server wants the call again later (it is still working).
+            tokio::time::sleep(Duration::from_millis(50 << quiet_rounds.min(2))).await;
+            quiet_rounds += 1;
+        }
+        let target = call.target();
+        let mut answers = rmcp::model::InputResponses::new();
+        for (key, request) in requests {
+            let answer = match &target {
+                Ok(target) => handler.answer_input(target, request).await,
+                Err(why) => Err(ErrorData::internal_error(
+                    format!("toolhost cannot answer the server's request for input: {why}"),
+                    None,
+                )),
+            };
+            match answer {
+                Ok(answer) => answers.insert(key, answer),
+                Err(error) => return (Err(ServiceError::McpError(error)), call.finish()),
+            };
+        }
+        params.input_responses = (!answers.is_empty()).then_some(answers);
+        params.request_state = asked.request_state;
+    }
+    let max_rounds = MAX_INPUT_ROUNDS;
+    (
+        Err(ServiceError::InputRequiredRoundsExceeded { max_rounds }),
+        call.finish(),
+    )
+}
+
+/// One round of a call: `params` sent as a `tools/call`, and the answer.
+async fn send(
+    peer: &Peer<RoleClient>,
+    call: &Registered,
+    params: CallToolRequestParams,
+) -> Result<ServerResult, ServiceError> {
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = match peer
+    let handle = peer
         .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-    {
-        Ok(handle) => handle,
-        Err(error) => return (Err(error), call.finish()),
-    };
+        .await?;
     call.sent(handle.progress_token.clone());
     let mut cancel = CancelOnDrop(Some((peer.clone(), handle.id.clone())));
     let answer = handle.await_response().await;
     cancel.0 = None;
-    let result = match answer {
-        Ok(ServerResult::CallToolResult(result)) => Ok(result),
-        // A server may answer a tool that returns nothing with an empty result.
-        Ok(ServerResult::EmptyResult(_)) => Ok(CallToolResult::default()),
-        Ok(_) => Err(ServiceError::UnexpectedResponse),
-        Err(error) => Err(error),
-    };
-    (result, call.finish())
+    answer
 }
 
 /// Tells the server a call was given up on, unless disarmed.

@@ -66,7 +66,7 @@ pub(crate) async fn http_client(server: ServerAuth) -> anyhow::Result<Authorized
         (manager, Some(Renewal::ClientCredentials))
     } else {
         let mut manager = manager_for(&server, true).await?;
-        if server.store.read().map_err(anyhow::Error::msg)?.is_some() {
+        if server.browser.is_none() && server.store.read().map_err(anyhow::Error::msg)?.is_some() {
             manager
                 .initialize_from_store()
                 .await
@@ -169,13 +169,16 @@ impl Authorized {
     {
         loop {
             let result = call(self.inner.clone()).await;
-            let challenge = match &result {
+            let (challenge, more_scope) = match &result {
                 Ok(_) => {
                     self.renewals.store(0, Ordering::Relaxed);
                     return result;
                 }
                 Err(error) => match error.auth_challenge() {
-                    Some(challenge) => challenge.to_owned(),
+                    Some(challenge) => (
+                        challenge.to_owned(),
+                        matches!(error, StreamableHttpError::InsufficientScope(_)),
+                    ),
                     None => return result,
                 },
             };
@@ -194,11 +197,23 @@ impl Authorized {
                     client_credentials(&self.server, Some(&challenge)).await
                 }
                 Renewal::Browser(browser) => {
+                    // Asked for more scope: the scopes granted so far are asked for again,
+                    // beside the new one (SEP-2350).
+                    let granted = if more_scope {
+                        self.inner
+                            .auth_manager
+                            .lock()
+                            .await
+                            .get_current_scopes()
+                            .await
+                    } else {
+                        Vec::new()
+                    };
                     login::authorize(
                         &self.server,
                         Some(&challenge),
                         browser.as_ref(),
-                        &[],
+                        &granted,
                         Duration::from_secs(60),
                     )
                     .await

@@ -2,6 +2,7 @@
 //! the redirect received on a loopback listener (127.0.0.1, a port of its own, the `state`
 //! checked), the code exchanged for tokens that the [`FileTokenStore`] keeps.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
@@ -24,6 +25,24 @@ pub trait Browser: Send + Sync {
     /// URI when the person (or the script) has approved; the login waits for that, so this
     /// may return at once.
     fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// The browser that logs in to a server when it asks for authorization during a run (a test
+/// harness's script; a run has none by default, and then fails with a message naming
+/// `host auth login`). Logins it makes are kept in memory only, for the run.
+#[derive(Clone)]
+pub struct RunBrowser(pub Arc<dyn Browser>);
+
+impl std::fmt::Debug for RunBrowser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunBrowser")
+    }
+}
+
+impl PartialEq for RunBrowser {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// A browser that is a script: it sends a GET to the authorization URL and follows the
@@ -151,7 +170,8 @@ fn request(
             scopes.extend(asked.split_whitespace().map(str::to_owned));
         }
         scopes.extend(extra_scopes.iter().cloned());
-        scopes.dedup();
+        let mut seen = std::collections::HashSet::new();
+        scopes.retain(|scope| seen.insert(scope.clone()));
         request = request.with_scopes(scopes);
     }
     Ok(request)

@@ -30,7 +30,7 @@ use anyhow::{Context, anyhow};
 use rmcp::transport::auth::AuthorizationManager;
 
 pub(crate) use client::{Explained, http_client};
-pub use login::{Browser, ScriptedBrowser};
+pub use login::{Browser, RunBrowser, ScriptedBrowser};
 pub use status::{LoginStatus, status};
 pub use store::{FileTokenStore, default_token_dir};
 
@@ -49,7 +49,7 @@ pub(crate) struct ServerAuth {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) store: FileTokenStore,
     /// Who logs in again when the server turns the token down during a run (the scripted
-    /// browser of a test harness); nobody, in `host run`.
+    /// browser of a test harness, whose logins stay in memory); nobody, in `host run`.
     pub(crate) browser: Option<Arc<dyn Browser>>,
 }
 
@@ -69,7 +69,7 @@ impl ServerAuth {
             entry: config.auth.clone().unwrap_or_default(),
             headers: headers.clone(),
             store: FileTokenStore::new(dir, &config.name, url),
-            browser: None,
+            browser: config.browser.as_ref().map(|browser| browser.0.clone()),
         })
     }
 
@@ -89,7 +89,7 @@ impl ServerAuth {
 }
 
 /// An rmcp authorization manager for `server`, its tokens in the server's store when
-/// `stored` (else in memory).
+/// `stored` and no run browser logs in (else in memory).
 pub(crate) async fn manager_for(
     server: &ServerAuth,
     stored: bool,
@@ -98,7 +98,7 @@ pub(crate) async fn manager_for(
     let mut manager = AuthorizationManager::new(server.url.as_str())
         .await
         .with_context(|| format!("`{}` is not a URL OAuth can use", server.url))?;
-    if stored {
+    if stored && server.browser.is_none() {
         manager.set_credential_store(server.store.clone());
     }
     Ok(manager)
@@ -132,15 +132,15 @@ pub async fn login(
     let server = ServerAuth::new(config, dir)?;
     let failed = || format!("logging in to `{}` failed", server.name);
     let challenge = client::challenge(&server).await.with_context(failed)?;
-    login::authorize(
-        &server,
-        challenge.as_deref(),
-        browser,
-        extra_scopes,
-        timeout,
-    )
-    .await
-    .with_context(failed)?;
+    // A new login asks again for what the last one was granted (a step-up adds to it).
+    let mut scopes = match status::of(&server.store) {
+        Ok(Some(last)) if !extra_scopes.is_empty() => last.scopes,
+        _ => Vec::new(),
+    };
+    scopes.extend(extra_scopes.iter().cloned());
+    login::authorize(&server, challenge.as_deref(), browser, &scopes, timeout)
+        .await
+        .with_context(failed)?;
     let status = status::of(&server.store)
         .with_context(failed)?
         .ok_or_else(|| anyhow!("the login left no tokens"))

@@ -1,0 +1,144 @@
+//! The official MCP conformance suite's client leg (0.2.0-alpha.12), with `host` as the
+//! client under test (`host conformance-client`, the code `host run` runs for a manifest's
+//! `[mcp_servers]` entry): for each revision, exactly what it requires, and no scored
+//! failure but those of the revision's baseline (tests/mcp_client/conformance-client-*.yml),
+//! each with its reason.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+use toolhost_tests::mcp::peers;
+use toolhost_tests::{host_binary, repo_root};
+
+/// The baseline of `revision`: its path, and each entry with its reason.
+fn baseline(revision: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
+    let path = repo_root()
+        .join("tests/mcp_client")
+        .join(format!("conformance-client-{revision}.yml"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let entries = text
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- "))
+        .map(|entry| {
+            let (name, reason) = entry.split_once('#').unwrap_or((entry, ""));
+            (name.trim().to_owned(), reason.trim().to_owned())
+        })
+        .collect();
+    (path, entries)
+}
+
+/// The checks of every scenario in the suite's output directory, by scenario (`auth/...`
+/// scenarios sit in a directory of their own).
+fn checks(out: &Path) -> BTreeMap<String, Vec<Value>> {
+    // <scenario>-<ISO time with `-` for `:`>, e.g. tools_call-2026-11-26T11-59-06-910Z.
+    let dir_name = regex::Regex::new(r"^(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$").unwrap();
+    let mut checks = BTreeMap::new();
+    let mut dirs = vec![(out.to_owned(), String::new())];
+    while let Some((dir, prefix)) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            match dir_name.captures(&name) {
+                Some(found) => {
+                    let file = std::fs::read_to_string(path.join("checks.json")).unwrap();
+                    let scenario = format!("{prefix}{}", &found[1]);
+                    checks.insert(scenario, serde_json::from_str(&file).unwrap());
+                }
+                None => dirs.push((path, format!("{prefix}{name}/"))),
+            }
+        }
+    }
+    checks
+}
+
+/// Whether `scenario` ran, and every check of it passed, did not apply or only informs.
+fn passed(checks: &BTreeMap<String, Vec<Value>>, scenario: &str) -> bool {
+    checks.get(scenario).is_some_and(|checks| {
+        checks.iter().any(|check| check["status"] == "SUCCESS")
+            && checks.iter().all(|check| {
+                matches!(
+                    check["status"].as_str(),
+                    Some("SUCCESS" | "SKIPPED" | "INFO")
+                )
+            })
+    })
+}
+
+#[tokio::test]
+async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
+    let peers = peers();
+    let client = format!("{} conformance-client", host_binary().display());
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let (file, baseline) = baseline(revision);
+        for (scenario, reason) in &baseline {
+            assert!(!reason.is_empty(), "{revision}: {scenario} needs a reason");
+        }
+        let out = tempfile::tempdir().unwrap();
+        let output = tokio::process::Command::new(&peers.node24)
+            .arg(&peers.conformance_next)
+            .args(["client", "--command", &client, "--requirements", revision])
+            .arg("--expected-failures")
+            .arg(&file)
+            .arg("-o")
+            .arg(out.path())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "the client leg for {revision} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let checks = checks(out.path());
+        // What each revision's lifecycle is on the wire, beyond the suite's summary.
+        assert!(passed(&checks, "tools_call"), "{revision}: {checks:?}");
+        // Authorization, in full for both revisions: discovery, registration (dynamic,
+        // metadata document, beforehand), scopes and step-up, the issuer checks, a server
+        // that moves to another authorization server; and client credentials (an extension).
+        let auth: Vec<&String> = checks.keys().filter(|s| s.starts_with("auth/")).collect();
+        assert!(auth.len() >= 14, "{revision}: {auth:?}");
+        for scenario in auth {
+            let extension = ["jwt", "enterprise", "dpop", "wif"]
+                .iter()
+                .any(|part| scenario.contains(part));
+            assert!(
+                extension || passed(&checks, scenario),
+                "{revision} {scenario}: {:?}",
+                checks.get(scenario)
+            );
+        }
+        if revision == "2026-07-28" {
+            // Stateless: per-request _meta, the standard headers and x-mcp-header mirrors,
+            // and the input-required rounds of a call (SEP-2322), each scenario in full.
+            for scenario in [
+                "request-metadata",
+                "sep-2322-client-request-state",
+                "http-standard-headers",
+                "http-custom-headers",
+                "http-invalid-tool-headers",
+                "json-schema-ref-no-deref",
+            ] {
+                assert!(
+                    passed(&checks, scenario),
+                    "{scenario}: {:?}",
+                    checks.get(scenario)
+                );
+            }
+        } else {
+            // Sessions: initialize, a form's defaults filled in, SSE resumed after `retry`.
+            for scenario in [
+                "initialize",
+                "elicitation-sep1034-client-defaults",
+                "sse-retry",
+            ] {
+                assert!(
+                    passed(&checks, scenario),
+                    "{scenario}: {:?}",
+                    checks.get(scenario)
+                );
+            }
+        }
+    }
+}
