@@ -23,6 +23,8 @@ import sys
 import time
 
 import uvicorn
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import (
     AccessToken,
@@ -162,6 +164,22 @@ def main():
         return f"3 notes (token #{serial})"
 
     app = server.streamable_http_app()
+    # The SDK's token endpoint wants `client_id` in the form even with HTTP Basic, which
+    # RFC 6749 2.3.1 clients do not send: the metadata advertises the form only.
+    async def metadata(request):
+        return JSONResponse({
+            "issuer": base,
+            "authorization_endpoint": f"{base}/authorize",
+            "token_endpoint": f"{base}/token",
+            "registration_endpoint": f"{base}/register",
+            "scopes_supported": [SCOPE],
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": ["client_secret_post", "none"],
+            "code_challenge_methods_supported": ["S256"],
+        })
+
+    app.router.routes.insert(0, Route("/.well-known/oauth-authorization-server", metadata))
     print(port, flush=True)
     config = uvicorn.Config(app, log_level="warning")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))

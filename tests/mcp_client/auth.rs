@@ -295,3 +295,91 @@ async fn bad_authorization_servers_are_refused_with_nothing_stored() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_code_or_client_secret_reaches_logs_json_audit_or_state() {
+    const SECRET: &str = "S3CRET-of-the-toolhost-client";
+    let server = PyServer::start(
+        "oauth_server.py",
+        &["--lifetime", "3", "--client", &format!("toolhost:{SECRET}")],
+    )
+    .await;
+    let cache = Cache::new();
+    let auth = "auth = { client_id = \"toolhost\", client_secret = \"${NOTES_SECRET}\" }";
+    let traced =
+        |command: HostCommand| command.env("RUST_LOG", "trace").env("NOTES_SECRET", SECRET);
+    let mut seen = Vec::new();
+
+    let out = traced(cache.command("auth"))
+        .args(["login", "notes", "--scripted", "-m"])
+        .arg(manifest(&server.url, auth, "").path())
+        .run()
+        .await;
+    out.assert_success();
+    seen.extend([out.stdout, out.stderr]);
+    // The token lasts 3 s: the run below refreshes it (with the client secret).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    let files = tempfile::tempdir().unwrap();
+    let audit = files.path().join("audit.jsonl");
+    let session = files.path().join("session.json");
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call("c1", "count_notes", "{}")]),
+            text("There are 3 notes."),
+            calls(vec![call("c2", "count_notes", r#"{"folder": "archive"}"#)]),
+            text("3 there too."),
+        ],
+    )
+    .await;
+    let manifest = manifest(&server.url, auth, &model_table(&model));
+    let out = traced(cache.command("run"))
+        .manifest(&manifest)
+        .arg("--audit")
+        .arg(&audit)
+        .args(["--json", "How many notes are there?"])
+        .run()
+        .await;
+    out.assert_success();
+    assert!(
+        token_of(&out.json()["result"]["executions"][0]) >= 2,
+        "{}",
+        out.stdout
+    );
+    seen.extend([out.stdout, out.stderr]);
+    let out = traced(cache.command("chat"))
+        .manifest(&manifest)
+        .arg("--session")
+        .arg(&session)
+        .stdin("And in the archive?\n")
+        .run()
+        .await;
+    out.assert_success();
+    seen.extend([out.stdout, out.stderr]);
+    let out = traced(cache.command("auth"))
+        .args(["status", "--json", "-m", manifest.arg()])
+        .run()
+        .await;
+    seen.extend([out.stdout, out.stderr]);
+    for file in [&audit, &session] {
+        seen.push(std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{file:?}: {e}")));
+    }
+
+    // What the authorization server issued (codes, access and refresh tokens), and the
+    // client's secret: none of it anywhere but in the login file.
+    let mut secrets: Vec<String> = server
+        .printed()
+        .iter()
+        .filter_map(|line| line.strip_prefix("issued "))
+        .flat_map(|rest| rest.split_whitespace().filter(|word| word.len() > 16))
+        .map(str::to_owned)
+        .collect();
+    assert!(secrets.len() >= 5, "{secrets:?}");
+    secrets.push(SECRET.to_owned());
+    for text in &seen {
+        for secret in &secrets {
+            assert!(!text.contains(secret.as_str()), "{secret} in:\n{text}");
+        }
+    }
+}

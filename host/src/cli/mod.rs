@@ -179,6 +179,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// The most rmcp's OAuth module may log (its debug lines carry codes and tokens).
+const NO_SECRETS_IN_LOGS: &str = "rmcp::transport::auth=info";
+
 /// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
 pub fn init_logging(args: &Args) {
     // Dependencies only speak up for errors unless asked: their warnings (a refused
@@ -193,8 +196,11 @@ pub fn init_logging(args: &Args) {
     if matches!(args.command, Command::Mcp(_)) && args.verbose == 0 {
         default.push_str(",rmcp=warn,toolhost::tool_output=info");
     }
+    // rmcp's OAuth module writes authorization codes and token responses at debug level:
+    // never shown, whatever RUST_LOG says, so no secret reaches a log.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        .add_directive(NO_SECRETS_IN_LOGS.parse().expect("a valid directive"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
