@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
 
-use super::auth::RunBrowser;
+use super::auth::browser::RunBrowser;
 use crate::manifest::Manifest;
 use crate::manifest::mcp_auth::AuthEntry;
 use crate::manifest::mcp_server::{McpServerEntry, McpTransport};

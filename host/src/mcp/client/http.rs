@@ -2,25 +2,18 @@
 //! environment, the result limit applied to what it reads, and OAuth ([`super::auth`]).
 
 use std::collections::HashMap;
-use std::sync::Once;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::RoleClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 
-use super::auth::{self, Explained, ServerAuth};
+use super::auth::client::http_client;
+use super::auth::explained::Explained;
+use super::auth::server::ServerAuth;
+use super::auth::store::default_token_dir;
 use super::config::{McpServerConfig, expand_env};
-
-/// rmcp's HTTP client (reqwest 0.13, built without a TLS provider of its own) uses the
-/// process's default rustls provider, and panics without one: make it ring, which the host's
-/// other HTTP client already builds. An application that installed another provider keeps it.
-pub(super) fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+use super::tls::install_crypto_provider;
 
 /// The transport to the server `config` names at a URL, sending its headers (values with
 /// `${NAME}` taken from the environment) and its OAuth token (the login kept for it, or
@@ -34,7 +27,7 @@ pub(super) async fn transport(
     String,
 > {
     install_crypto_provider();
-    let dir = auth::default_token_dir().unwrap_or_default();
+    let dir = default_token_dir().unwrap_or_default();
     let server = ServerAuth::new(config, &dir).map_err(|e| format!("{e:#}"))?;
     let (url, headers) = (server.url.clone(), server.headers.clone());
     let mut map = HashMap::new();
@@ -48,9 +41,8 @@ pub(super) async fn transport(
         value.set_sensitive(true);
         map.insert(header, value);
     }
-    let client = auth::http_client(server)
-        .await
-        .map_err(|e| format!("{e:#}"))?;
+
+    let client = http_client(server).await.map_err(|e| format!("{e:#}"))?;
     let transport_config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(map)
         .max_json_response_size(max_answer)

@@ -52,6 +52,7 @@ mod lines;
 mod relay;
 pub(crate) mod result;
 mod stdio;
+mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

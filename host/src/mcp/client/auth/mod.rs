@@ -17,92 +17,27 @@
 //! # Ok(()) }
 //! ```
 
-mod client;
+pub(crate) mod browser;
+pub(crate) mod client;
+pub(crate) mod explained;
 mod login;
+pub(crate) mod server;
 mod status;
-mod store;
+pub(crate) mod store;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use rmcp::transport::auth::AuthorizationManager;
 
-pub(crate) use client::{Explained, http_client};
-pub use login::{Browser, RunBrowser, ScriptedBrowser};
+pub use browser::{Browser, RunBrowser, ScriptedBrowser};
 pub use status::{LoginStatus, status};
 pub use store::{FileTokenStore, default_token_dir};
 
 pub use crate::manifest::mcp_auth::{AuthEntry, ClientIdentity};
 
-use super::config::{McpServerConfig, expand_env};
-use crate::manifest::mcp_server::McpTransport;
-
-/// A server's authorization settings, resolved: its name, URL, `auth` table (or the
-/// defaults), static headers, and where its login is kept.
-#[derive(Clone)]
-pub(crate) struct ServerAuth {
-    pub(crate) name: String,
-    pub(crate) url: String,
-    pub(crate) entry: AuthEntry,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) store: FileTokenStore,
-    /// Who logs in again when the server turns the token down during a run (the scripted
-    /// browser of a test harness, whose logins stay in memory); nobody, in `host run`.
-    pub(crate) browser: Option<Arc<dyn Browser>>,
-}
-
-impl ServerAuth {
-    /// The settings of `config`, whose logins are kept in `dir`; an error when it is not
-    /// a server at a URL.
-    pub(crate) fn new(config: &McpServerConfig, dir: &Path) -> anyhow::Result<Self> {
-        let McpTransport::Http { url, headers } = &config.transport else {
-            return Err(anyhow!(
-                "`{}` is not a server at a `url`: there is nothing to log in to",
-                config.name
-            ));
-        };
-        Ok(Self {
-            name: config.name.clone(),
-            url: url.clone(),
-            entry: config.auth.clone().unwrap_or_default(),
-            headers: headers.clone(),
-            store: FileTokenStore::new(dir, &config.name, url),
-            browser: config.browser.as_ref().map(|browser| browser.0.clone()),
-        })
-    }
-
-    /// The value of a `${NAME}` secret reference; the error names the key and the variable,
-    /// never a value.
-    pub(crate) fn secret(&self, reference: &str) -> anyhow::Result<String> {
-        expand_env(reference, |name| std::env::var(name).ok())
-            .map_err(|problem| anyhow!("`auth.client_secret`: {problem}"))
-    }
-
-    /// Whether a header of the manifest already authorizes (then OAuth stays out of it).
-    pub(crate) fn has_static_authorization(&self) -> bool {
-        self.headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
-    }
-}
-
-/// An rmcp authorization manager for `server`, its tokens in the server's store when
-/// `stored` and no run browser logs in (else in memory).
-pub(crate) async fn manager_for(
-    server: &ServerAuth,
-    stored: bool,
-) -> anyhow::Result<AuthorizationManager> {
-    super::http::install_crypto_provider();
-    let mut manager = AuthorizationManager::new(server.url.as_str())
-        .await
-        .with_context(|| format!("`{}` is not a URL OAuth can use", server.url))?;
-    if stored && server.browser.is_none() {
-        manager.set_credential_store(server.store.clone());
-    }
-    Ok(manager)
-}
+use crate::mcp::client::config::McpServerConfig;
+use server::ServerAuth;
 
 /// What a login got.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use oauth2::TokenResponse;
 
-use super::ServerAuth;
+use super::server::ServerAuth;
 use super::store::FileTokenStore;
-use crate::mcp::client::McpServerConfig;
+use crate::mcp::client::config::McpServerConfig;
 
 /// A server's stored login.
 #[derive(Debug, Clone, PartialEq, Eq)]
