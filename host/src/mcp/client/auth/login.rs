@@ -70,10 +70,23 @@ pub(crate) async fn authorize(
             humantime::format_duration(timeout)
         )
     })??;
-    session
+    if let Err(error) = session
         .handle_callback_with_issuer(&callback.code, &state, callback.issuer.as_deref())
         .await
-        .context("exchanging the authorization code for tokens failed")?;
+    {
+        // rmcp keeps only oauth2's "Request failed" of a token request whose answer never
+        // came or was too large to read; say what that means.
+        let unread = error.to_string().ends_with("Request failed");
+        let error = anyhow::Error::new(error);
+        return Err(if unread {
+            error.context(
+                "the token endpoint's answer could not be read: none came, or it was over 1 MiB",
+            )
+        } else {
+            error
+        })
+        .context("exchanging the authorization code for tokens failed");
+    }
     Ok(session.auth_manager)
 }
 
