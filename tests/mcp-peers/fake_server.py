@@ -24,6 +24,8 @@ Tools (each call runs in a thread of its own, so a slow call does not block the 
   failing                  an isError result
   chatty {label, count}    two log messages, then `count` progress notifications (with the
                            call's progressToken, its message the label), then the label back
+  ask {method, params}     sends the client the request `method` with `params` (whatever
+                           the client declared), then answers with the client's answer as JSON
 
 The environment variable FAKE_LOG names a file it appends events to: `started PID`,
 `grandchild PID`, `cancelled ID`.
@@ -59,7 +61,12 @@ tools = [
     {"name": "chatty", "description": "Logs and reports progress.",
      "inputSchema": {"type": "object", "properties": {"label": {"type": "string"}, "count": {"type": "integer"}},
                      "required": ["label", "count"]}},
+    {"name": "ask", "description": "Asks the client.",
+     "inputSchema": {"type": "object", "properties": {"method": {"type": "string"}, "params": {"type": "object"}},
+                     "required": ["method", "params"]}},
 ]
+# Requests sent to the client, by id: an event, then its answer.
+asked = {}
 PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
 
@@ -100,9 +107,23 @@ def chatty(id, args, meta):
     answer(id, text(label))
 
 
+def ask(id, args, meta):
+    request_id = "ask-%s" % id
+    done = threading.Event()
+    asked[request_id] = [done, None]
+    params = dict(args["params"])
+    if meta.get("progressToken") is not None:
+        params["_meta"] = {"progressToken": meta["progressToken"]}
+    send({"jsonrpc": "2.0", "id": request_id, "method": args["method"], "params": params})
+    done.wait(30)
+    answer(id, text(json.dumps(asked.pop(request_id)[1])))
+
+
 def call(id, name, args, meta):
     if name == "chatty":
         chatty(id, args, meta)
+    elif name == "ask":
+        ask(id, args, meta)
     elif name == "echo":
         answer(id, text(args["text"]))
     elif name == "big":
@@ -191,6 +212,9 @@ def main():
             cancelled.add(message["params"]["requestId"])
         elif method == "ping":
             answer(id, {})
+        elif method is None and id in asked:
+            asked[id][1] = message
+            asked[id][0].set()
         elif id is not None and method is not None:
             send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
 

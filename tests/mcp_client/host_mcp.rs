@@ -106,17 +106,39 @@ async fn a_question_of_another_toolhosts_tool_reaches_this_calls_asker() {
     let written = std::fs::read_to_string(notes.path().join("groceries.md")).unwrap();
     assert!(written.contains("milk"), "{written}");
 
-    // Nobody to ask: the call fails saying so, and the note stays as it is.
-    let refused = toolbox
-        .call(
-            "write_note",
-            r#"{"title": "groceries", "text": "tea"}"#,
-            &CallContext::default(),
-        )
+    // Nobody to ask during the call: it ends with the question, for its caller (a paused
+    // run) to answer; the answer and the server's state, sent with the same call again,
+    // finish it. The user keeps the note.
+    let tea = r#"{"title": "groceries", "text": "tea"}"#;
+    let paused = toolbox
+        .call("write_note", tea, &CallContext::default())
         .await
-        .unwrap_err();
-    assert!(refused.to_string().contains("nobody to ask"), "{refused}");
-    let kept = std::fs::read_to_string(notes.path().join("groceries.md")).unwrap();
-    assert!(kept.contains("milk"), "{kept}");
+        .unwrap_or_else(|e| panic!("{e}"));
+    let asked = paused.input_required.expect("the question comes back");
+    assert_eq!(asked.requests["overwrite"].method, "elicitation/create");
+    let state = asked.state.expect("host mcp's sealed state");
+    let resumed = CallContext {
+        input_responses: [("overwrite".to_owned(), json!({ "action": "decline" }))].into(),
+        request_state: Some(state.clone()),
+        ..CallContext::default()
+    };
+    let kept = toolbox
+        .call("write_note", tea, &resumed)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(kept.text.contains("Not saved"), "{}", kept.text);
+    let note = std::fs::read_to_string(notes.path().join("groceries.md")).unwrap();
+    assert!(note.contains("milk"), "{note}");
+    // The state is the server's: tampered with, it is refused there.
+    let tampered = CallContext {
+        request_state: Some(format!("x{state}")),
+        ..resumed
+    };
+    let refused = toolbox.call("write_note", tea, &tampered).await;
+    let message = match refused {
+        Ok(output) => output.text,
+        Err(error) => error.to_string(),
+    };
+    assert!(message.contains("requestState is refused"), "{message}");
     toolbox.shutdown().await;
 }

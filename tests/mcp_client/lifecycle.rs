@@ -14,18 +14,35 @@ use super::bad::with_env;
 use super::{PATIENCE, patient, toolbox};
 
 /// The pids a fake server wrote to its log: its own and its grandchild's.
+/// The pids of the fake server in use and of its grandchild: the last started (the first
+/// process was asked `server/discover`, answered as a server of the dated revisions do, and
+/// was stopped for one greeted with `initialize`).
 pub async fn pids(log: &Path) -> (u32, u32) {
     let read = || std::fs::read_to_string(log).unwrap_or_default();
-    let written = eventually(PATIENCE, || read().contains("grandchild ")).await;
+    let count = |what: &str| read().lines().filter(|l| l.starts_with(what)).count();
+    let written = eventually(PATIENCE, || {
+        count("grandchild ") > 0 && count("grandchild ") == count("started ")
+    })
+    .await;
     assert!(written, "the fake server logged its pids: {}", read());
     let pid = |what: &str| -> u32 {
         read()
             .lines()
+            .rev()
             .find_map(|line| line.strip_prefix(what))
             .and_then(|pid| pid.trim().parse().ok())
             .unwrap_or_else(|| panic!("no `{what}` in {}", read()))
     };
     (pid("started "), pid("grandchild "))
+}
+
+/// Every pid the fake server logged as `what` (`started `, `grandchild `).
+fn all_pids(log: &Path, what: &str) -> Vec<u32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.strip_prefix(what)?.trim().parse().ok())
+        .collect()
 }
 
 /// A fake server that starts a grandchild, logging both pids to `log`.
@@ -51,6 +68,14 @@ async fn shutting_down_stops_the_server_and_what_it_started() {
         eventually(PATIENCE, || is_gone(server) && is_gone(grandchild)).await,
         "server {server} or its child {grandchild} outlived the shutdown"
     );
+    // Nor did the process asked `server/discover` first, nor its child.
+    let every = [
+        all_pids(log.path(), "started "),
+        all_pids(log.path(), "grandchild "),
+    ]
+    .concat();
+    assert_eq!(every.len(), 4, "{every:?}");
+    assert!(every.iter().all(|&pid| is_gone(pid)), "{every:?}");
     let error = toolbox
         .call("echo", r#"{"text": "?"}"#, &Default::default())
         .await

@@ -269,3 +269,42 @@ async fn sampling_and_roots_are_offered_only_when_granted() {
     assert_eq!(asked[0].1.params["maxTokens"], 100);
     toolbox.shutdown().await;
 }
+
+/// What a server may not ask, or asks malformed, never reaches the person: it gets a JSON-RPC
+/// error that says why (and names the fix), and the call goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_server_may_not_ask_is_refused_before_anyone_is_asked() {
+    let toolbox = toolbox(vec![patient(McpServerConfig::stdio(
+        "fake",
+        peers().fake_server(&[]),
+    ))])
+    .await;
+    let asker = answering(json!({ "action": "accept", "content": { "name": "Ada" } }));
+    let context = CallContext {
+        asker: Some(Asker(asker.clone())),
+        ..CallContext::default()
+    };
+    let ask =
+        |method: &str, params: Value| json!({ "method": method, "params": params }).to_string();
+    let sampling = ask(
+        "sampling/createMessage",
+        json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "hi" } }], "maxTokens": 5 }),
+    );
+    let not_an_object = ask(
+        "elicitation/create",
+        json!({ "message": "Your name?", "requestedSchema": { "type": "string" } }),
+    );
+    let roots = ask("roots/list", json!({}));
+    for (arguments, expected) in [
+        (sampling, "sampling = true"),
+        (not_an_object, "requestedSchema"),
+        (roots, "`roots`"),
+    ] {
+        let output = toolbox.call("ask", &arguments, &context).await.unwrap();
+        let answer: Value = serde_json::from_str(&output.text).unwrap();
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{arguments}: {answer}");
+    }
+    assert!(asker.asked.lock().unwrap().is_empty(), "nobody is asked");
+    toolbox.shutdown().await;
+}

@@ -12,7 +12,7 @@ use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::Transport;
 
 use super::config::McpServerConfig;
@@ -40,10 +40,47 @@ pub(super) struct Connection {
 
 /// Starts the server and lists its tools, within the startup timeout. What it reports and
 /// asks during a call goes to the call `calls` knows it belongs to.
+///
+/// Unless the configuration pins a revision, the server is asked `server/discover` at
+/// 2026-07-28 first; one that answers with a JSON-RPC error speaks only the dated revisions,
+/// and is started again (or, over HTTP, reached again) and greeted with `initialize`. (rmcp's
+/// own fallback gives a server 10 s to answer, which a Python server starting on a busy
+/// machine can take, and then reads its late answer as a broken handshake.)
 pub(super) async fn connect(
     config: &McpServerConfig,
     tools: Weak<dyn ToolsWatcher>,
     calls: Arc<Calls>,
+) -> anyhow::Result<(Connection, Vec<Tool>)> {
+    let pinned = config.protocol_version().map_err(anyhow::Error::msg)?;
+    if pinned.is_some() {
+        return connect_with(config, tools, calls, lifecycle(pinned)).await;
+    }
+    let discover = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    match connect_with(config, tools.clone(), calls.clone(), discover).await {
+        Err(error) if error.is::<DatedServer>() => {
+            tracing::debug!(
+                "MCP server `{}`: {error}; it is greeted with `initialize`",
+                config.name
+            );
+            connect_with(config, tools, calls, ClientLifecycleMode::Initialize).await
+        }
+        connected => connected,
+    }
+}
+
+/// A server that answered `server/discover` with an error: it speaks a dated revision.
+#[derive(Debug, thiserror::Error)]
+#[error("it does not speak 2026-07-28 (`server/discover` was answered: {0})")]
+struct DatedServer(String);
+
+/// [`connect`] with `lifecycle`.
+async fn connect_with(
+    config: &McpServerConfig,
+    tools: Weak<dyn ToolsWatcher>,
+    calls: Arc<Calls>,
+    lifecycle: ClientLifecycleMode,
 ) -> anyhow::Result<(Connection, Vec<Tool>)> {
     let watcher: Arc<dyn Fn(&ServerJsonRpcMessage) + Send + Sync> = {
         let tools = tools.clone();
@@ -59,7 +96,6 @@ pub(super) async fn connect(
         })
     };
     let handler = Handler::new(config, tools, calls);
-    let lifecycle = lifecycle(config.protocol_version().map_err(anyhow::Error::msg)?);
     let limit = max_answer(config.max_result);
     match &config.transport {
         McpTransport::Stdio {
@@ -140,6 +176,7 @@ async fn connect_stdio(
             };
             Ok((connection, tools))
         }
+        Ok(Err(error)) if error.is::<DatedServer>() => Err(error),
         Ok(Err(error)) => {
             let exit = exit_of(&process).await;
             Err(anyhow!(
@@ -158,20 +195,15 @@ async fn connect_stdio(
     }
 }
 
-/// How the client starts with a server pinned to `protocol`, or with any server: it asks
-/// `server/discover` at 2026-07-28 first, and a server that answers it with an error is a
-/// server of the dated revisions, greeted with `initialize`.
+/// How the client starts with a server pinned to `protocol` (`None`: the newest revision
+/// with a handshake).
 fn lifecycle(protocol: Option<ProtocolVersion>) -> ClientLifecycleMode {
     match protocol {
-        None => ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
-        },
         Some(version) if !version.has_initialize() => ClientLifecycleMode::Discover {
             preferred_versions: vec![version],
         },
         // The handler's `initialize` names the version.
-        Some(_) => ClientLifecycleMode::Initialize,
+        Some(_) | None => ClientLifecycleMode::Initialize,
     }
 }
 
@@ -185,10 +217,16 @@ where
     T: Transport<RoleClient, Error = E> + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    let discovers = matches!(lifecycle, ClientLifecycleMode::Discover { .. });
     let service = handler
         .serve_with_lifecycle(transport, lifecycle)
         .await
-        .map_err(|error| anyhow!("the MCP handshake failed: {error}"))?;
+        .map_err(|error| match error {
+            ClientInitializeError::JsonRpcError(answer) if discovers => {
+                anyhow::Error::new(DatedServer(answer.message.to_string()))
+            }
+            error => anyhow!("the MCP handshake failed: {error}"),
+        })?;
     // rmcp keeps listings in a cache that answers from an old page when listing fails:
     // toolhost wants to know.
     service

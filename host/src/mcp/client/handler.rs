@@ -9,8 +9,8 @@ use std::sync::{Arc, Weak};
 use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
-    ProtocolVersion, Root,
+    CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
+    Implementation, ListRootsResult, ProtocolVersion, Root,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, RoleClient};
@@ -237,6 +237,47 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         self.roots()
+    }
+
+    /// A request rmcp could not read as what its method names (an elicitation whose schema is
+    /// not an object, say) arrives as a custom one: the server hears what is wrong with it,
+    /// rather than that the method is unknown; nobody is asked.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CustomResult, ErrorData> {
+        let params = request.params.unwrap_or_default();
+        let problem = match request.method.as_str() {
+            "elicitation/create" => serde_json::from_value::<ElicitRequestParams>(params)
+                .err()
+                .map(|e| {
+                    format!(
+                        "{e}; a form's `requestedSchema` is an object schema whose properties \
+                         are strings, numbers, booleans or choices"
+                    )
+                }),
+            "sampling/createMessage" => {
+                serde_json::from_value::<CreateMessageRequestParams>(params)
+                    .err()
+                    .map(|e| e.to_string())
+            }
+            method => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("toolhost does not answer `{method}`"),
+                    None,
+                ));
+            }
+        };
+        let server = &self.server;
+        let method = &request.method;
+        let why = problem.unwrap_or_else(|| "it is not one MCP allows".to_owned());
+        tracing::info!("MCP server `{server}` sent a `{method}` toolhost cannot read: {why}");
+        Err(ErrorData::invalid_params(
+            format!("toolhost cannot read this `{method}`: {why}"),
+            None,
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

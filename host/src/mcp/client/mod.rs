@@ -377,7 +377,13 @@ impl Shared {
             source: None,
         };
         let connection = self.connection().await.map_err(unavailable)?;
-        let params = CallToolRequestParams::new(own).with_arguments(arguments.to_object());
+        let mut params = CallToolRequestParams::new(own).with_arguments(arguments.to_object());
+        // A call asked before (its caller paused for the answers): the answers, and the
+        // server's state as it gave it.
+        if !context.input_responses.is_empty() {
+            params.input_responses = Some(context.input_responses.clone());
+        }
+        params.request_state = context.request_state.clone();
         // Dropping the call (at the timeout, or when the caller gives up) sends the server
         // `notifications/cancelled`.
         let peer = connection.service.peer();
@@ -401,10 +407,16 @@ impl Shared {
             });
         };
         match answer {
-            Ok(result) => {
+            Ok(relay::Answer::Done(result)) => {
                 let output =
                     result::output(tool, result, self.config.max_result, started.elapsed());
                 output.map(|output| ToolOutput { reports, ..output })
+            }
+            Ok(relay::Answer::Asks(asked)) => {
+                let input_required = result::input_required(tool, asked)?;
+                let mut output = ToolOutput::text("", started.elapsed());
+                output.input_required = Some(input_required);
+                Ok(ToolOutput { reports, ..output })
             }
             Err(error) => Err(self.failed(tool, &connection, error).await),
         }

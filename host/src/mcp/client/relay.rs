@@ -314,31 +314,47 @@ pub(super) trait AnswersInput: Sync {
 /// it is given up: as many as rmcp's own client allows.
 const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
+/// How a call ended.
+pub(super) enum Answer {
+    /// With its result.
+    Done(CallToolResult),
+    /// With an input-required result (2026-07-28) for a call that has nobody to ask: the
+    /// caller takes the requests, and calls again with the answers and the state.
+    Asks(rmcp::model::InputRequiredResult),
+}
+
 /// Sends `params` as a `tools/call` and waits for its result, while what the server reports
 /// and asks goes to `context`'s observer and asker: its requests during the call (dated
 /// revisions), and the input its input-required results ask for (2026-07-28), after which
-/// the call is sent again with the answers and the state the server gave. Dropping it (at the
-/// timeout, or when the caller gives up) sends the server `notifications/cancelled`.
+/// the call is sent again with the answers and the state the server gave; a call without an
+/// asker ends with what the server asks, for its caller (a paused run) to answer. Dropping
+/// it (at the timeout, or when the caller gives up) sends the server
+/// `notifications/cancelled`.
 pub(super) async fn call_tool(
     peer: &Peer<RoleClient>,
     (calls, handler): (&Arc<Calls>, &dyn AnswersInput),
     tool: &str,
     mut params: CallToolRequestParams,
     context: &CallContext,
-) -> (Result<CallToolResult, ServiceError>, ReportCounts) {
+) -> (Result<Answer, ServiceError>, ReportCounts) {
     let call = calls.begin(tool, context);
     let mut quiet_rounds = 0;
     for _ in 0..MAX_INPUT_ROUNDS {
         let asked = match send(peer, &call, params.clone()).await {
             Ok(ServerResult::InputRequiredResult(asked)) => asked,
-            Ok(ServerResult::CallToolResult(result)) => return (Ok(result), call.finish()),
+            Ok(ServerResult::CallToolResult(result)) => {
+                return (Ok(Answer::Done(result)), call.finish());
+            }
             // A server may answer a tool that returns nothing with an empty result.
             Ok(ServerResult::EmptyResult(_)) => {
-                return (Ok(CallToolResult::default()), call.finish());
+                return (Ok(Answer::Done(CallToolResult::default())), call.finish());
             }
             Ok(_) => return (Err(ServiceError::UnexpectedResponse), call.finish()),
             Err(error) => return (Err(error), call.finish()),
         };
+        if context.asker.is_none() && asked.input_requests.as_ref().is_some_and(|r| !r.is_empty()) {
+            return (Ok(Answer::Asks(asked)), call.finish());
+        }
         let requests = asked.input_requests.unwrap_or_default();
         if requests.is_empty() {
             if asked.request_state.is_none() {

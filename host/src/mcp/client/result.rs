@@ -6,11 +6,36 @@ use std::time::Duration;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents, Tool};
 use serde_json::Value;
 
-use crate::content::{self, ContentPart, EmbeddedResource, Media, ResourceLink};
+use crate::content::{
+    self, ContentPart, EmbeddedResource, InputRequest, InputRequired, Media, ResourceLink,
+};
 use crate::error::CallError;
 use crate::source::ToolOutput;
 use crate::spec::is_valid_tool_name;
 use crate::spec::{ToolAnnotations, ToolSpec};
+
+/// What a server's input-required result asks for, as the host passes it to its caller: the
+/// requests by their keys (each an MCP request, which the host reads no further), and the
+/// server's state, untouched.
+pub(crate) fn input_required(
+    tool: &str,
+    asked: rmcp::model::InputRequiredResult,
+) -> Result<InputRequired, CallError> {
+    let mut requests = std::collections::BTreeMap::new();
+    for (key, request) in asked.input_requests.unwrap_or_default() {
+        let request = serde_json::to_value(request)
+            .and_then(serde_json::from_value::<InputRequest>)
+            .map_err(|e| CallError::ToolFailed {
+                tool: tool.to_owned(),
+                message: format!("the MCP server asked for input the host cannot read ({e})"),
+            })?;
+        requests.insert(key, request);
+    }
+    Ok(InputRequired {
+        requests,
+        state: asked.request_state,
+    })
+}
 
 /// A server's tool as toolhost offers it: its spec (under a name models can call), and the
 /// name the server knows it by.
