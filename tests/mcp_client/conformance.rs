@@ -94,6 +94,21 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
         let checks = checks(out.path());
         // What each revision's lifecycle is on the wire, beyond the suite's summary.
         assert!(passed(&checks, "tools_call"), "{revision}: {checks:?}");
+        // Authorization, in full for both revisions: discovery, registration (dynamic,
+        // metadata document, beforehand), scopes and step-up, the issuer checks, a server
+        // that moves to another authorization server; and client credentials (an extension).
+        let auth: Vec<&String> = checks.keys().filter(|s| s.starts_with("auth/")).collect();
+        assert!(auth.len() >= 14, "{revision}: {auth:?}");
+        for scenario in auth {
+            let extension = ["jwt", "enterprise", "dpop", "wif"]
+                .iter()
+                .any(|part| scenario.contains(part));
+            assert!(
+                extension || passed(&checks, scenario),
+                "{revision} {scenario}: {:?}",
+                checks.get(scenario)
+            );
+        }
         if revision == "2026-07-28" {
             // Stateless: per-request _meta, the standard headers and x-mcp-header mirrors,
             // and the input-required rounds of a call (SEP-2322), each scenario in full.

@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use clap::Args as ClapArgs;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
+use toolhost::mcp::client::auth::{AuthEntry, ClientIdentity, RunBrowser, ScriptedBrowser};
 use toolhost::mcp::client::{McpServer, McpServerConfig};
 use toolhost::{Ask, AskError, Asker, CallContext, InputRequest, Runtime, SourceOptions, Toolbox};
 
@@ -30,8 +31,13 @@ pub struct ConformanceClientArgs {
 impl ConformanceClientArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
         let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+        let scenario_context = scenario_context()?;
         let mut config = McpServerConfig::http("conformance", &self.url);
         config.protocol = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").ok();
+        // A server that asks for authorization is logged in to by a script standing in for
+        // the person's browser (the suite's authorization servers approve at once).
+        config.auth = Some(client_identity(&scenario, &scenario_context));
+        config.browser = Some(RunBrowser(Arc::new(ScriptedBrowser)));
         eprintln!(
             "scenario `{scenario}` at {} ({})",
             self.url,
@@ -49,7 +55,7 @@ impl ConformanceClientArgs {
             ..CallContext::default()
         };
         let mut failed = 0;
-        for (name, arguments) in calls(&toolbox, &scenario_context()?) {
+        for (name, arguments) in calls(&toolbox, &scenario_context) {
             match toolbox.call(&name, &arguments, &context).await {
                 Ok(output) => eprintln!("{name} {arguments}: {}", output.text),
                 Err(error) => {
@@ -73,6 +79,35 @@ fn scenario_context() -> anyhow::Result<Value> {
     match std::env::var("MCP_CONFORMANCE_CONTEXT") {
         Ok(text) => serde_json::from_str(&text).context("MCP_CONFORMANCE_CONTEXT is not JSON"),
         Err(_) => Ok(json!({})),
+    }
+}
+
+/// Who the client is to the suite's authorization servers: the client the scenario
+/// registered beforehand (`client_id`, `client_secret`; by its client credentials alone in
+/// the client credentials scenario), else the suite's Client ID Metadata Document (dynamic
+/// registration where the server does not take those).
+fn client_identity(name: &str, scenario: &Value) -> AuthEntry {
+    let field = |key: &str| scenario.get(key).and_then(Value::as_str);
+    // A literal secret (`$` escaped): the `${NAME}` rule is the manifest's.
+    let secret = field("client_secret").map(|secret| secret.replace('$', "$$"));
+    let client = match (field("client_id"), secret) {
+        (Some(client_id), Some(client_secret)) if name == "auth/client-credentials-basic" => {
+            ClientIdentity::ClientCredentials {
+                client_id: client_id.to_owned(),
+                client_secret,
+            }
+        }
+        (Some(client_id), client_secret) => ClientIdentity::Preregistered {
+            client_id: client_id.to_owned(),
+            client_secret,
+        },
+        (None, _) => ClientIdentity::MetadataDocument {
+            url: "https://conformance-test.local/client-metadata.json".to_owned(),
+        },
+    };
+    AuthEntry {
+        client,
+        scopes: Vec::new(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `host` command line: argument definitions and the commands.
 
 mod approve;
+mod auth;
 mod call;
 mod check;
 mod conformance;
@@ -178,6 +179,15 @@ enum Command {
     Sign(sign::SignArgs),
     /// Pin every oci:// component of a manifest to its digest, in toolhost.lock beside it
     Lock(lock::LockArgs),
+    /// Log in to the manifest's MCP servers that ask for authorization (OAuth), see the
+    /// logins, log out
+    ///
+    /// Examples:
+    ///   host auth login notes -m toolhost.toml
+    ///   host auth status -m toolhost.toml
+    ///   host auth logout notes -m toolhost.toml
+    #[command(verbatim_doc_comment)]
+    Auth(auth::AuthArgs),
     /// The client under test of the MCP conformance suite's client leg (for the suite)
     #[command(hide = true)]
     ConformanceClient(conformance::ConformanceClientArgs),
@@ -210,6 +220,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::Push(command) => command.run().await,
             Command::Sign(command) => command.run().await,
             Command::Lock(command) => command.run().await,
+            Command::Auth(command) => command.run().await,
             Command::ConformanceClient(command) => command.run(&runtime).await,
         }
     };
@@ -229,6 +240,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// The most rmcp's OAuth module may log (its debug lines carry codes and tokens).
+const NO_SECRETS_IN_LOGS: &str = "rmcp::transport::auth=info";
+
 /// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
 pub fn init_logging(args: &Args) {
     // Dependencies only speak up for errors unless asked: their warnings (a refused
@@ -243,8 +257,11 @@ pub fn init_logging(args: &Args) {
     if matches!(args.command, Command::Mcp(_)) && args.verbose == 0 {
         default.push_str(",rmcp=warn,toolhost::tool_output=info");
     }
+    // rmcp's OAuth module writes authorization codes and token responses at debug level:
+    // never shown, whatever RUST_LOG says, so no secret reaches a log.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        .add_directive(NO_SECRETS_IN_LOGS.parse().expect("a valid directive"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::manifest::mcp_auth::AuthEntry;
 use crate::sandbox::EnvGrant;
 use crate::units::{ByteSize, HumanDuration};
 
@@ -37,6 +38,8 @@ pub struct McpServerEntry {
     /// The directories it is told of when it asks for roots (`roots/list`), as written
     /// (relative to the manifest); none by default.
     pub roots: Vec<PathBuf>,
+    /// How a server at a `url` is authorized (its `auth` table); `None` when absent.
+    pub auth: Option<AuthEntry>,
     /// The MCP revision to speak to it (one of [`PROTOCOL_VERSIONS`]); when absent, the
     /// newest it speaks: 2026-07-28 if it answers `server/discover`, else a dated revision
     /// over `initialize`.
@@ -76,6 +79,7 @@ struct RawEntry {
     sampling: bool,
     #[serde(default)]
     roots: Vec<PathBuf>,
+    auth: Option<AuthEntry>,
     protocol: Option<String>,
 }
 
@@ -103,8 +107,8 @@ impl TryFrom<RawEntry> for McpServerEntry {
                 );
             }
             (Some(command), None) => {
-                if !raw.headers.is_empty() {
-                    return Err("`headers` are for a server at a `url`".to_owned());
+                if !raw.headers.is_empty() || raw.auth.is_some() {
+                    return Err("`headers` and `auth` are for a server at a `url`".to_owned());
                 }
                 let mut command = command.into_iter();
                 let program = match command.next() {
@@ -161,6 +165,7 @@ impl TryFrom<RawEntry> for McpServerEntry {
             required: raw.required,
             sampling: raw.sampling,
             roots: raw.roots,
+            auth: raw.auth,
             protocol: raw.protocol,
         })
     }

@@ -74,6 +74,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
 pub mod oci;

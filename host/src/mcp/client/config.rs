@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use rmcp::model::ProtocolVersion;
 
+use super::auth::browser::RunBrowser;
 use crate::manifest::Manifest;
+use crate::manifest::mcp_auth::AuthEntry;
 use crate::manifest::mcp_server::{McpServerEntry, McpTransport};
 use crate::sandbox::{EnvGrant, Limits};
 use crate::source::SourceOptions;
@@ -57,6 +59,13 @@ pub struct McpServerConfig {
     /// The directories it is told of when it asks for roots (`roots/list`), absolute; none
     /// by default (and then the host does not offer roots at all).
     pub roots: Vec<PathBuf>,
+    /// How an HTTP server is authorized (OAuth 2.1, the MCP authorization spec). With
+    /// `None`, a token stored by `host auth login` is still used, and a server that asks for
+    /// one gets the defaults of [`AuthEntry`].
+    pub auth: Option<AuthEntry>,
+    /// Who logs in to it when it asks for authorization during a run: nobody by default
+    /// (the run fails, naming `host auth login`); a test harness's scripted browser.
+    pub browser: Option<RunBrowser>,
     /// The MCP revision to speak (one of
     /// [`PROTOCOL_VERSIONS`](crate::manifest::mcp_server::PROTOCOL_VERSIONS)); `None`
     /// negotiates: 2026-07-28 (stateless, `server/discover`) when the server speaks it, else
@@ -105,6 +114,8 @@ impl McpServerConfig {
             required: true,
             sampling: false,
             roots: Vec::new(),
+            auth: None,
+            browser: None,
             protocol: None,
         }
     }
@@ -250,6 +261,8 @@ impl McpServerConfig {
             required: entry.required,
             sampling: entry.sampling,
             roots: entry.roots.iter().map(|root| base.join(root)).collect(),
+            auth: entry.auth.clone(),
+            browser: None,
             protocol: entry.protocol.clone(),
         }
     }

@@ -112,8 +112,10 @@ async fn connect_with(
             };
             connect_stdio(config, command, (handler, lifecycle), limit, watcher).await
         }
-        McpTransport::Http { url, headers } => {
-            let transport = http::transport(url, headers, limit).map_err(anyhow::Error::msg)?;
+        McpTransport::Http { .. } => {
+            let transport = http::transport(config, limit)
+                .await
+                .map_err(anyhow::Error::msg)?;
             let transport = Watched {
                 inner: transport,
                 watcher,
@@ -318,6 +320,10 @@ struct Watched<T> {
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
     type Error = T::Error;
+
+    fn name() -> std::borrow::Cow<'static, str> {
+        T::name()
+    }
 
     fn send(
         &mut self,

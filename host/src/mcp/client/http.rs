@@ -1,40 +1,37 @@
 //! A Streamable HTTP MCP server: rmcp's transport, with the headers resolved from the
-//! environment and the result limit applied to what it reads.
+//! environment, the result limit applied to what it reads, and OAuth ([`super::auth`]).
 
 use std::collections::HashMap;
-use std::sync::Once;
 
 use http::{HeaderName, HeaderValue};
 use rmcp::RoleClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 
-use super::config::expand_env;
+use super::auth::client::http_client;
+use super::auth::explained::Explained;
+use super::auth::server::ServerAuth;
+use super::auth::store::default_token_dir;
+use super::config::{McpServerConfig, expand_env};
+use super::tls::install_crypto_provider;
 
-/// rmcp's HTTP client (reqwest 0.13, built without a TLS provider of its own) uses the
-/// process's default rustls provider, and panics without one: make it ring, which the host's
-/// other HTTP client already builds. An application that installed another provider keeps it.
-fn install_crypto_provider() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
-/// The transport to `url`, sending `headers` (values with `${NAME}` taken from the
-/// environment) and reading no answer over `max_answer` bytes. The error says which header
-/// or variable is wrong.
-pub(super) fn transport(
-    url: &str,
-    headers: &[(String, String)],
+/// The transport to the server `config` names at a URL, sending its headers (values with
+/// `${NAME}` taken from the environment) and its OAuth token (the login kept for it, or
+/// client credentials), and reading no answer over `max_answer` bytes. The error says which
+/// header or variable is wrong.
+pub(super) async fn transport(
+    config: &McpServerConfig,
     max_answer: usize,
 ) -> Result<
     impl Transport<RoleClient, Error = impl std::error::Error + Send + Sync + 'static + use<>> + use<>,
     String,
 > {
     install_crypto_provider();
+    let dir = default_token_dir().unwrap_or_default();
+    let server = ServerAuth::new(config, &dir).map_err(|e| format!("{e:#}"))?;
+    let (url, headers) = (server.url.clone(), server.headers.clone());
     let mut map = HashMap::new();
-    for (name, value) in headers {
+    for (name, value) in &headers {
         let value = expand_env(value, |name| std::env::var(name).ok())
             .map_err(|problem| format!("header `{name}`: {problem}"))?;
         let header = HeaderName::try_from(name.as_str())
@@ -44,9 +41,14 @@ pub(super) fn transport(
         value.set_sensitive(true);
         map.insert(header, value);
     }
-    let config = StreamableHttpClientTransportConfig::with_uri(url)
+
+    let client = http_client(server).await.map_err(|e| format!("{e:#}"))?;
+    let transport_config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(map)
         .max_json_response_size(max_answer)
         .max_sse_event_size(max_answer);
-    Ok(StreamableHttpClientTransport::from_config(config))
+    Ok(Explained {
+        inner: StreamableHttpClientTransport::with_client(client, transport_config),
+        server: config.name.clone(),
+    })
 }

@@ -42,6 +42,7 @@
 
 #![allow(deprecated)] // rmcp marks MCP's logging types deprecated (SEP-2577); they still work.
 
+pub mod auth;
 mod config;
 mod connection;
 #[doc(hidden)]
@@ -52,6 +53,7 @@ mod lines;
 mod relay;
 pub(crate) mod result;
 mod stdio;
+mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
