@@ -149,3 +149,28 @@ async fn a_tool_added_during_a_turn_is_offered_at_the_next() {
     assert_eq!(added.output, "the added tool ran", "{added:?}");
     toolbox.shutdown().await;
 }
+
+/// A server of 2026-07-28 tells of changes to its tools only on a subscription: the host
+/// holds one open, and lists the tools again when they change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_servers_tool_changes_arrive_on_a_subscription() {
+    let config = patient(McpServerConfig::stdio(
+        "changing",
+        peers().changing_server(),
+    ));
+    let (server, toolbox) = super::server(config).await;
+    assert_eq!(server.identity().unwrap().protocol_version, "2026-07-28");
+    assert!(!toolbox.names().contains(&"added_1".to_owned()));
+    toolbox
+        .call("test_trigger_tool_change", "{}", &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let listed = eventually(PATIENCE, || toolbox.names().contains(&"added_1".to_owned())).await;
+    assert!(listed, "{:?}", toolbox.names());
+    let added = toolbox
+        .call("added_1", r#"{"text": "hello"}"#, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(added.text.contains("hello"), "{added:?}");
+    toolbox.shutdown().await;
+}

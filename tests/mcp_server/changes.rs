@@ -12,12 +12,11 @@ use toolhost_tests::mcp::{HANG, HttpServer, StdioServer, messages};
 
 use crate::{text, tool_names};
 
-/// A manifest with the server whose tools change, spoken to at 2025-11-25 (a session, where
-/// a server sends `tools/list_changed` as it likes; at 2026-07-28 it sends it only on a
-/// `subscriptions/listen` stream, which the host's client does not open).
+/// A manifest with the server whose tools change, spoken to at 2026-07-28 (it tells of the
+/// changes on the `subscriptions/listen` stream the host's client holds open).
 pub(super) fn changing_manifest_entry() -> String {
     let command = toolhost_tests::peers::peers().changing_server();
-    format!("[mcp_servers.changing]\ncommand = {command:?}\nprotocol = \"2025-11-25\"\n")
+    format!("[mcp_servers.changing]\ncommand = {command:?}\n")
 }
 
 /// Reads the session's messages until `notifications/tools/list_changed` (the notifications

@@ -218,6 +218,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let discovers = matches!(lifecycle, ClientLifecycleMode::Discover { .. });
+    let follower = handler.clone();
     let service = handler
         .serve_with_lifecycle(transport, lifecycle)
         .await
@@ -238,6 +239,7 @@ where
         .list_all_tools()
         .await
         .map_err(|error| anyhow!("listing its tools failed: {error}"))?;
+    follower.follow_tool_changes(service.peer());
     Ok((service, tools))
 }
 

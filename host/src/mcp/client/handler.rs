@@ -10,10 +10,10 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
-    Implementation, ListRootsResult, ProtocolVersion, Root,
+    Implementation, ListRootsResult, ProtocolVersion, Root, ServerNotification, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ClientHandler, RoleClient};
+use rmcp::{ClientHandler, Peer, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -185,6 +185,53 @@ impl Handler {
         Ok(ListRootsResult::new(
             self.roots.iter().map(|path| root(path)).collect(),
         ))
+    }
+}
+
+impl Handler {
+    /// Over 2026-07-28 a server tells of changes to its tools only on a subscription
+    /// (`subscriptions/listen`): if `peer` speaks it and says its tools may change, holds one
+    /// open (in a task that ends with the connection) and lists the tools again on each
+    /// change, as the dated revisions' `notifications/tools/list_changed` does.
+    pub(super) fn follow_tool_changes(&self, peer: &Peer<RoleClient>) {
+        let Some(info) = peer.peer_info() else {
+            return;
+        };
+        let changes = info
+            .capabilities
+            .tools
+            .as_ref()
+            .and_then(|tools| tools.list_changed);
+        if info.protocol_version.has_initialize() || changes != Some(true) {
+            return;
+        }
+        let (peer, tools, server) = (peer.clone(), self.tools.clone(), self.server.clone());
+        tokio::spawn(async move {
+            let filter = SubscriptionFilter::builder().tools_list_changed().build();
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(error) => {
+                    tracing::info!(
+                        "MCP server `{server}` refused a subscription to its tool changes \
+                         ({error}); they are seen only at its restarts"
+                    );
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if !matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    continue;
+                }
+                let Some(tools) = tools.upgrade() else {
+                    return;
+                };
+                tools.mark_stale();
+                tools.relist();
+            }
+        });
     }
 }
 
