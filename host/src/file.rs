@@ -150,6 +150,28 @@ pub(crate) fn check_component_header(bytes: &[u8]) -> Result<(), String> {
     Err(problem.to_owned())
 }
 
+/// Writes `bytes` to `path` as only this user may read it: the directory made `0700` if it
+/// is missing, then a `0600` temporary file beside `path`, synced and renamed into place, so
+/// no reader ever sees a partial file. For the caches (compiled code, pulled components,
+/// logins).
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_data()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
-use toolhost_tests::mcp::peers;
+use toolhost_tests::mcp::{baseline_entries, peers};
 use toolhost_tests::{host_binary, repo_root};
 
 /// The baseline of `revision`: its path, and each entry with its reason.
@@ -16,15 +16,7 @@ fn baseline(revision: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
     let path = repo_root()
         .join("tests/mcp_client")
         .join(format!("conformance-client-{revision}.yml"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    let entries = text
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("- "))
-        .map(|entry| {
-            let (name, reason) = entry.split_once('#').unwrap_or((entry, ""));
-            (name.trim().to_owned(), reason.trim().to_owned())
-        })
-        .collect();
+    let entries = baseline_entries(&path);
     (path, entries)
 }
 

@@ -117,15 +117,7 @@ fn baseline() -> (std::path::PathBuf, Vec<(String, String)>) {
 /// A baseline file of `tests/mcp_server/`: scenario, reason.
 fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
     let path = repo_root().join("tests/mcp_server").join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    let entries = text
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("- "))
-        .map(|entry| {
-            let (name, reason) = entry.split_once('#').unwrap_or((entry, ""));
-            (name.trim().to_owned(), reason.trim().to_owned())
-        })
-        .collect();
+    let entries = toolhost_tests::mcp::baseline_entries(&path);
     (path, entries)
 }
 

@@ -505,3 +505,17 @@ pub fn post(
         None => request,
     }
 }
+
+/// The entries of a conformance baseline (the suite's `--expected-failures` file): each
+/// `- <scenario>[:<check>]  # reason` line as (scenario, reason).
+pub fn baseline_entries(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .filter_map(|line| line.trim_start().strip_prefix("- "))
+        .map(|entry| {
+            let (name, reason) = entry.split_once('#').unwrap_or((entry, ""));
+            (name.trim().to_owned(), reason.trim().to_owned())
+        })
+        .collect()
+}

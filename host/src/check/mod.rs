@@ -263,7 +263,7 @@ const UNUSED_ADDRESS: &str = "192.0.2.1:9";
 
 /// The item for a component that does not load: a bad `describe`, or not a tool component.
 fn load_failure(error: &LoadError) -> CheckItem {
-    let reason = error_chain(error);
+    let reason = crate::error::chain(error);
     match error {
         LoadError::InvalidSpec { tool, .. } => CheckItem::fail(
             CheckKind::Describe,
@@ -281,16 +281,4 @@ fn load_failure(error: &LoadError) -> CheckItem {
              wit/tool.wit (world `toolbox`); `host new` makes a project that does",
         ),
     }
-}
-
-/// An error and its causes, `: `-separated, as an operator reads them.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

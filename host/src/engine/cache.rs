@@ -18,8 +18,7 @@
 
 use std::fs;
 use std::hash::{Hash, Hasher};
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -349,19 +348,7 @@ impl CompileCache {
     /// Writes `bytes` to `path` through a temporary file in the same directory, renamed into
     /// place, so no reader ever sees a partial file. The file is `0600`.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(&self.dir);
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-        let mut file = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .permissions(fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)?;
-        file.write_all(bytes)?;
-        file.as_file().sync_data()?;
-        file.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        crate::file::write_private(path, bytes)
     }
 }
 
@@ -411,6 +398,8 @@ fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
 
     fn cache(dir: &Path) -> CompileCache {

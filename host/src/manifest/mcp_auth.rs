@@ -154,6 +154,10 @@ fn non_empty(key: &str, value: String) -> Result<String, String> {
     Ok(value)
 }
 
+/// The end of the error for a secret written into a manifest (whose line the manifest's
+/// parse error then leaves out: it would show the secret).
+pub(super) const SECRET_REFUSED: &str = "a secret written into a manifest is not secret";
+
 /// A secret in a manifest is a reference to the environment, never the secret itself.
 fn check_secret_reference(secret: &str) -> Result<(), String> {
     let name = secret
@@ -165,11 +169,10 @@ fn check_secret_reference(secret: &str) -> Result<(), String> {
         {
             Ok(())
         }
-        _ => Err(
+        _ => Err(format!(
             "`auth.client_secret` must name an environment variable, as \
-                  `client_secret = \"${NAME}\"`: a secret written into a manifest is not secret"
-                .to_owned(),
-        ),
+             `client_secret = \"${{NAME}}\"`: {SECRET_REFUSED}"
+        )),
     }
 }
 

@@ -222,6 +222,19 @@ pub enum ManifestError {
     },
 }
 
+/// `error` without the manifest's line when that line holds a secret written into it (the
+/// error says so, and names the line by its number).
+fn without_secret(error: toml::de::Error, text: &str) -> toml::de::Error {
+    if !error.message().contains(mcp_auth::SECRET_REFUSED) {
+        return error;
+    }
+    let line = error
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map_or(0, |before| before.matches('\n').count() + 1);
+    <toml::de::Error as serde::de::Error>::custom(format!("line {line}: {}", error.message()))
+}
+
 /// The most components and MCP servers one manifest may name, together: 256. Each is loaded
 /// (a component compiled, a server started) before the first call, so a manifest of
 /// thousands is refused at once rather than after minutes.
@@ -255,7 +268,7 @@ impl Manifest {
         let mut manifest: Manifest =
             toml::from_str(text).map_err(|source| ManifestError::Parse {
                 path: path.to_owned(),
-                source,
+                source: without_secret(source, text),
             })?;
         let sources = manifest.components.len() + manifest.mcp_servers.len();
         if sources > MAX_SOURCES {

@@ -296,3 +296,14 @@ fn a_keyless_verify_is_refused_with_why_and_a_key_is_read() {
     assert!(policy.require_signature);
     assert_eq!(policy.lock, Some(PathBuf::from("dir/toolhost.lock")));
 }
+
+#[test]
+fn a_secret_written_into_a_manifest_is_refused_without_showing_it() {
+    let text = "[mcp_servers.notes]\nurl = \"https://notes.example/mcp\"\n\
+                auth = { client_id = \"th\", client_secret = \"hunter2-very-secret\" }\n";
+    let error = parse(text).unwrap_err();
+    let chain = format!("{:#}", anyhow::Error::from(error));
+    assert!(chain.contains("line 3"), "{chain}");
+    assert!(chain.contains("${NAME}"), "{chain}");
+    assert!(!chain.contains("hunter2"), "{chain}");
+}

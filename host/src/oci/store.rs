@@ -14,8 +14,7 @@
 //! sees half of one, and only after everything about them was checked.
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -191,21 +190,7 @@ impl Store {
     /// Writes through a `0600` temporary file in the same directory, renamed into place.
     fn write(&self, path: &Path, bytes: &[u8]) -> Result<(), OciError> {
         let dir = path.parent().unwrap_or(&self.dir);
-        let written = (|| {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)?;
-            let mut file = tempfile::Builder::new()
-                .prefix(".tmp-")
-                .permissions(fs::Permissions::from_mode(0o600))
-                .tempfile_in(dir)?;
-            file.write_all(bytes)?;
-            file.as_file().sync_data()?;
-            file.persist(path).map_err(|e| e.error)?;
-            Ok(())
-        })();
-        written.map_err(|e| self.io(path, e))?;
+        crate::file::write_private(path, bytes).map_err(|e| self.io(path, e))?;
         self.trust(dir, true)
     }
 
@@ -238,7 +223,7 @@ fn tag_key(reference: &ComponentRef) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::MetadataExt as _;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
     use super::*;
 

@@ -3,8 +3,7 @@
 //! [`CredentialStore`].
 
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -115,17 +114,9 @@ impl FileTokenStore {
             credentials,
         };
         let bytes = serde_json::to_vec_pretty(&file).map_err(|e| e.to_string())?;
-        let mut temp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .permissions(fs::Permissions::from_mode(0o600))
-            .tempfile_in(dir)
-            .map_err(|e| format!("cannot write in {} ({e})", dir.display()))?;
-        temp.write_all(&bytes)
-            .and_then(|()| temp.as_file().sync_data())
-            .map_err(|e| format!("cannot write in {} ({e})", dir.display()))?;
-        temp.persist(&self.inner.path)
-            .map_err(|e| format!("cannot write {} ({})", self.inner.path.display(), e.error))?;
-        Ok(())
+        let path = &self.inner.path;
+        crate::file::write_private(path, &bytes)
+            .map_err(|e| format!("cannot write {} ({e})", path.display()))
     }
 
     /// Deletes the stored login; `true` when there was one.
@@ -202,6 +193,8 @@ fn trust(path: &Path, is_dir: bool) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
     use super::*;
     use rmcp::transport::auth::OAuthTokenResponse;
 
