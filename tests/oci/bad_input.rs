@@ -42,10 +42,7 @@ fn a_blob_altered_in_the_registry_is_refused_and_not_stored_or_run() {
     tamper(&registry.blob_file(&layer));
 
     let user = Workspace::new();
-    let out = user
-        .host("call")
-        .args([reference.as_str(), "add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = user.call(&reference, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(&out, &[&reference, "does not match its digest", &layer]);
     assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
     assert!(user.stored_blobs().is_empty(), "{:?}", user.stored_blobs());
@@ -92,10 +89,7 @@ fn an_artifact_of_another_media_type_is_refused_with_what_it_is() {
         "application/vnd.oci.image.layer.v1.tar",
     ]);
     let reference = registry.reference("images/not-wasm:1");
-    let out = workspace
-        .host("call")
-        .args([reference.as_str(), "add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&reference, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(
         &out,
         &[
@@ -240,10 +234,7 @@ fn a_registry_that_answers_10_gb_is_cut_off_at_the_limit() {
         let reference = format!("oci://{address}/tools/huge:1");
         let workspace = Workspace::new();
         let started = Instant::now();
-        let out = workspace
-            .host("call")
-            .args([reference.as_str(), "add", "{}"])
-            .run_blocking();
+        let out = workspace.call(&reference, "add", "{}");
         assert_refused(&out, &[&reference, expect]);
         assert!(out.stdout.is_empty());
         assert!(
@@ -275,11 +266,7 @@ fn a_registry_that_never_answers_times_out_naming_the_reference() {
     let manifest = workspace.manifest(&format!(
         "[oci]\ntimeout = \"1s\"\n\n[components.silent]\npath = \"{reference}\"\n"
     ));
-    let out = workspace
-        .host("call")
-        .arg(&manifest)
-        .args(["add", "{}"])
-        .run_blocking();
+    let out = workspace.call(&manifest, "add", "{}");
     assert_refused(&out, &[&reference, "did not finish within 1s"]);
     assert!(workspace.stored_blobs().is_empty());
 }

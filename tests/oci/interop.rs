@@ -46,10 +46,7 @@ fn host_pulls_and_runs_what_oras_pushed() {
         std::fs::read(path).unwrap(),
         std::fs::read(CALCULATOR).unwrap()
     );
-    let out = workspace
-        .host("call")
-        .args([reference.as_str(), "add", r#"{"a": 20, "b": 22}"#])
-        .run_blocking();
+    let out = workspace.call(&reference, "add", r#"{"a": 20, "b": 22}"#);
     out.assert_success();
     assert_eq!(out.stdout.trim(), "42.0");
 }

@@ -27,11 +27,7 @@ fn a_tag_moved_under_a_lock_file_is_refused_with_both_digests() {
     let moved = workspace.push(CLOCK, &reference);
     let moved = moved["digest"].as_str().unwrap().to_owned();
     let blobs_before = workspace.stored_blobs();
-    let out = workspace
-        .host("call")
-        .arg(&manifest)
-        .args(["add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&manifest, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(
         &out,
         &[&reference, &first, &moved, "toolhost.lock", "host lock"],
@@ -49,11 +45,7 @@ fn a_tag_moved_under_a_lock_file_is_refused_with_both_digests() {
         .arg(&manifest)
         .run_blocking()
         .assert_success();
-    let out = workspace
-        .host("call")
-        .arg(&manifest)
-        .args(["current_time", "{}"])
-        .run_blocking();
+    let out = workspace.call(&manifest, "current_time", "{}");
     out.assert_success();
 }
 

@@ -177,6 +177,19 @@ impl Workspace {
     }
 
     /// `host push COMPONENT REFERENCE --json`, which must succeed; returns its JSON.
+    /// `host call TARGET TOOL ARGUMENTS` (TARGET: a reference, a component or a manifest).
+    pub fn call(
+        &self,
+        target: impl AsRef<std::ffi::OsStr>,
+        tool: &str,
+        arguments: &str,
+    ) -> HostOutput {
+        self.host("call")
+            .arg(target)
+            .args([tool, arguments])
+            .run_blocking()
+    }
+
     pub fn push(&self, component: &str, reference: &str) -> serde_json::Value {
         let out = self
             .host("push")

@@ -59,10 +59,7 @@ fn a_pushed_component_is_pulled_verified_and_kept_private_by_digest() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(path, bytes).unwrap();
-    let out = workspace
-        .host("call")
-        .args([by_digest.as_str(), "add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&by_digest, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(&out, &[&by_digest, "it was altered"]);
     assert!(out.stdout.is_empty(), "nothing ran: {}", out.stdout);
 }
@@ -116,10 +113,7 @@ fn a_manifest_path_call_and_inspect_take_references() {
         .unwrap()
         .to_owned();
 
-    let out = workspace
-        .host("call")
-        .args([reference.as_str(), "add", r#"{"a": 40, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&reference, "add", r#"{"a": 40, "b": 2}"#);
     out.assert_success();
     assert_eq!(out.stdout.trim(), "42.0");
 
@@ -139,11 +133,7 @@ fn a_manifest_path_call_and_inspect_take_references() {
     let manifest = workspace.manifest(&format!(
         "[components.calc]\npath = \"{reference}\"\nprefix = \"calc_\"\n"
     ));
-    let out = workspace
-        .host("call")
-        .arg(&manifest)
-        .args(["calc_multiply", r#"{"a": 6, "b": 7}"#])
-        .run_blocking();
+    let out = workspace.call(&manifest, "calc_multiply", r#"{"a": 6, "b": 7}"#);
     out.assert_success();
     assert_eq!(out.stdout.trim(), "42.0");
     let out = workspace.host("tools").arg(&manifest).run_blocking();
@@ -159,10 +149,7 @@ fn a_tag_never_pulled_is_an_error_naming_it_when_the_registry_is_down() {
     let reference = registry.reference("tools/calculator:1");
     registry.stop();
     let workspace = Workspace::new();
-    let out = workspace
-        .host("call")
-        .args([reference.as_str(), "add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&reference, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(
         &out,
         &[

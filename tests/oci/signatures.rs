@@ -200,10 +200,6 @@ fn unsigned_or_signed_by_another_key_is_refused_when_required() {
     let manifest = workspace.manifest(&format!(
         "[oci]\nrequire_signatures = true\n\n[components.calc]\npath = \"{reference}\"\n"
     ));
-    let out = workspace
-        .host("call")
-        .arg(&manifest)
-        .args(["add", r#"{"a": 1, "b": 2}"#])
-        .run_blocking();
+    let out = workspace.call(&manifest, "add", r#"{"a": 1, "b": 2}"#);
     assert_refused(&out, &[&reference, "no key is named for it", "verify = "]);
 }
