@@ -39,6 +39,7 @@
 pub mod agent;
 mod arguments;
 mod asking;
+mod caller;
 pub mod check;
 mod content;
 mod engine;
@@ -64,6 +65,7 @@ pub mod units;
 // imports each from the module that defines it.
 pub use arguments::{Arguments, ArgumentsError};
 pub use asking::{Ask, AskError, Asker};
+pub use caller::Caller;
 pub use content::{
     ContentPart, EmbeddedResource, InputRequest, InputRequired, Media, ResourceLink,
 };

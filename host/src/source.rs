@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 use crate::arguments::Arguments;
 use crate::asking::Asker;
+use crate::caller::Caller;
 use crate::content::{ContentPart, InputRequired, Media};
 use crate::error::{CallError, LoadError};
 use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
@@ -287,6 +288,9 @@ pub struct CallContext {
     /// Who answers what is asked while the call runs (an MCP server's elicitation, say), if
     /// anyone; a request nobody can answer is declined.
     pub asker: Option<Asker>,
+    /// Who made the request this call belongs to, when `host mcp` verified an access token
+    /// for it; `None` for the local user (stdio, a static token, the library).
+    pub caller: Option<std::sync::Arc<Caller>>,
 }
 
 /// A successful call's result, with what the tool logged.

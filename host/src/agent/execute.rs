@@ -101,6 +101,7 @@ async fn execute_one(
         asker: context.asker.clone(),
         input_responses: answers.responses,
         request_state: answers.state,
+        caller: context.caller.clone(),
     };
     let result = toolbox
         .call_parsed(&call.name, approved.arguments, &context)
