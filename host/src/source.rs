@@ -4,7 +4,7 @@
 //!
 //! Three kinds come with toolhost: sandboxed WebAssembly components
 //! ([`LoadedComponent`](crate::engine::component::LoadedComponent)), MCP servers
-//! ([`McpServer`](crate::mcp::client::McpServer)) and native Rust functions of the embedding
+//! ([`McpClient`](crate::mcp::client::McpClient)) and native Rust functions of the embedding
 //! application ([`NativeTools`](crate::native_tools::NativeTools)); an application can add its own. Only
 //! components are sandboxed: every other source runs with the authority of whatever runs it
 //! (an MCP server as the user who started the host, a native function inside the host

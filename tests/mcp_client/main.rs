@@ -21,7 +21,7 @@ mod time;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolhost::mcp::client::{McpServer, McpServerConfig};
+use toolhost::mcp::client::{McpClient, McpServerConfig};
 use toolhost::{SourceOptions, Toolbox};
 use toolhost_tests::error::chain;
 use toolhost_tests::runtime;
@@ -49,9 +49,9 @@ pub async fn toolbox(configs: Vec<McpServerConfig>) -> Toolbox {
 }
 
 /// A connected server, as a source of its own (for tests that look at the server itself).
-pub async fn server(config: McpServerConfig) -> (Arc<McpServer>, Toolbox) {
+pub async fn server(config: McpServerConfig) -> (Arc<McpClient>, Toolbox) {
     let server = Arc::new(
-        McpServer::connect(config)
+        McpClient::connect(config)
             .await
             .unwrap_or_else(|e| panic!("{}", chain(&e))),
     );

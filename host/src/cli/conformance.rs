@@ -17,7 +17,7 @@ use clap::Args as ClapArgs;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use toolhost::mcp::client::auth::{AuthEntry, ClientIdentity, RunBrowser, ScriptedBrowser};
-use toolhost::mcp::client::{McpServer, McpServerConfig};
+use toolhost::mcp::client::{McpClient, McpServerConfig};
 use toolhost::{Ask, AskError, Asker, CallContext, InputRequest, Runtime, SourceOptions, Toolbox};
 
 use super::ExitStatus;
@@ -43,7 +43,7 @@ impl ConformanceClientArgs {
             self.url,
             config.protocol.as_deref().unwrap_or("any revision")
         );
-        let server = McpServer::connect(config)
+        let server = McpClient::connect(config)
             .await
             .with_context(|| format!("connecting to {}", self.url))?;
         let toolbox = Toolbox::builder(runtime)

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Value, json};
-use toolhost::mcp::client::{McpServer, McpTransport};
+use toolhost::mcp::client::{McpClient, McpTransport};
 use toolhost::units::format_bytes;
 use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
 
@@ -112,7 +112,7 @@ fn offered(catalog: &Catalog, origin: &Origin) -> Vec<String> {
 }
 
 /// How an MCP server is reached, for people.
-fn transport_kind(server: &McpServer) -> &'static str {
+fn transport_kind(server: &McpClient) -> &'static str {
     match server.config().transport {
         McpTransport::Stdio { .. } => "stdio",
         McpTransport::Http { .. } => "Streamable HTTP",
@@ -120,7 +120,7 @@ fn transport_kind(server: &McpServer) -> &'static str {
 }
 
 /// What an MCP server runs as, for the `not sandboxed` line.
-fn authority(server: &McpServer) -> &'static str {
+fn authority(server: &McpClient) -> &'static str {
     match server.config().transport {
         McpTransport::Stdio { .. } => {
             "a process of the user running the host, with that user's files and network"
@@ -129,7 +129,7 @@ fn authority(server: &McpServer) -> &'static str {
     }
 }
 
-fn server_text(server: &McpServer, offered: &[String]) -> String {
+fn server_text(server: &McpClient, offered: &[String]) -> String {
     let config = server.config();
     let identity = server
         .identity()
@@ -147,7 +147,7 @@ fn server_text(server: &McpServer, offered: &[String]) -> String {
     )
 }
 
-fn server_json(server: &McpServer, offered: &[String]) -> Value {
+fn server_json(server: &McpClient, offered: &[String]) -> Value {
     let config = server.config();
     json!({
         "name": config.name,

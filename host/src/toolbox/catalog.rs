@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::arguments::Arguments;
 use crate::engine::component::LoadedComponent;
 use crate::error::{CallError, LoadError};
-use crate::mcp::client::McpServer;
+use crate::mcp::client::McpClient;
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{ToolSpec, is_valid_tool_name};
 
@@ -20,7 +20,7 @@ pub(super) struct Slot {
     pub(super) source: Arc<dyn ToolSource>,
     pub(super) options: SourceOptions,
     pub(super) component: Option<Arc<LoadedComponent>>,
-    pub(super) mcp: Option<Arc<McpServer>>,
+    pub(super) mcp: Option<Arc<McpClient>>,
 }
 
 /// The tools of a toolbox at one moment: their specs under the names the model sees, and

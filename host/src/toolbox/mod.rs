@@ -9,7 +9,7 @@ use crate::arguments::{Arguments, ArgumentsError};
 use crate::engine::component::{ComponentConfig, LoadedComponent};
 use crate::engine::runtime::Runtime;
 use crate::error::{CallError, LoadError};
-use crate::mcp::client::{McpServer, McpServerConfig};
+use crate::mcp::client::{McpClient, McpServerConfig};
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
@@ -106,7 +106,7 @@ impl ToolboxBuilder {
             let name = config.name.clone();
             let required = config.required;
             let options = config.options.clone();
-            (name, required, options, McpServer::connect(config).await)
+            (name, required, options, McpClient::connect(config).await)
         });
         let loads = self.components.into_iter().map(|config| {
             let runtime = self.runtime.clone();
@@ -291,7 +291,7 @@ impl Toolbox {
     }
 
     /// The MCP servers it started from its configs (not those added as sources), in order.
-    pub fn mcp_servers(&self) -> impl Iterator<Item = &Arc<McpServer>> {
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &Arc<McpClient>> {
         self.slots.iter().filter_map(|slot| slot.mcp.as_ref())
     }
 

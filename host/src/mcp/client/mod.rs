@@ -1,4 +1,4 @@
-//! Tools from MCP servers: an [`McpServer`] is a [`ToolSource`] whose tools are those a
+//! Tools from MCP servers: an [`McpClient`] is a [`ToolSource`] whose tools are those a
 //! server lists, over stdio (a program the host starts) or Streamable HTTP.
 //!
 //! **Not sandboxed.** A stdio server runs as the user who runs the host, with that user's
@@ -23,11 +23,11 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use toolhost::mcp::client::{McpServer, McpServerConfig};
+//! use toolhost::mcp::client::{McpClient, McpServerConfig};
 //! use toolhost::{CallContext, SourceOptions, Toolbox};
 //!
 //! # async fn example(runtime: toolhost::Runtime) -> anyhow::Result<()> {
-//! let time = McpServer::connect(McpServerConfig::stdio("time", ["mcp-server-time"])).await?;
+//! let time = McpClient::connect(McpServerConfig::stdio("time", ["mcp-server-time"])).await?;
 //! let toolbox = Toolbox::builder(&runtime)
 //!     .source(Arc::new(time), SourceOptions::default())
 //!     .build()
@@ -80,7 +80,7 @@ use connection::{Connection, max_answer};
 use handler::ToolsWatcher;
 
 /// The tools of one MCP server. See the [module documentation](self).
-pub struct McpServer {
+pub struct McpClient {
     shared: Arc<Shared>,
 }
 
@@ -147,7 +147,7 @@ impl Shared {
     }
 }
 
-impl McpServer {
+impl McpClient {
     /// Starts (or connects to) the server `config` names and lists its tools. The error
     /// says why it failed: the program that cannot be started, the server's exit status and
     /// the end of its stderr, the timeout it ran into, the header variable that is not set.
@@ -200,16 +200,16 @@ impl McpServer {
     }
 }
 
-impl std::fmt::Debug for McpServer {
+impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpServer")
+        f.debug_struct("McpClient")
             .field("name", &self.shared.config.name)
             .field("endpoint", &self.shared.config.endpoint())
             .finish_non_exhaustive()
     }
 }
 
-impl ToolSource for McpServer {
+impl ToolSource for McpClient {
     fn origin(&self) -> &Origin {
         &self.shared.origin
     }
