@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use toolhost::mcp::server::{HttpOptions, McpServer, serve_http};
+use toolhost::mcp::server::{HttpServerOptions, McpServer, serve_http};
 use toolhost_fuzz::host;
 
 /// A server on loopback, running on a thread of its own for the whole process.
@@ -28,10 +28,10 @@ fn server() -> SocketAddr {
                     .expect("a loopback port");
                 tx.send(listener.local_addr().expect("its address"))
                     .expect("the address handed over");
-                let options = HttpOptions {
+                let options = HttpServerOptions {
                     stateless: true,
                     max_body: 64 * 1024,
-                    ..HttpOptions::default()
+                    ..HttpServerOptions::default()
                 };
                 serve_http(
                     McpServer::new(host),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use toolhost::mcp::server::{HttpOptions, McpServer, StdioOptions, serve_http, serve_lines};
+use toolhost::mcp::server::{HttpServerOptions, McpServer, StdioOptions, serve_http, serve_lines};
 use toolhost::sandbox::LimitsConfig;
 use toolhost::units::HumanDuration;
 use toolhost::{ComponentConfig, Host, Runtime, RuntimeConfig};
@@ -128,9 +128,9 @@ async fn a_dropped_http_stream_gives_the_only_slot_to_the_next_call() {
     for stateless in [false, true] {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let options = HttpOptions {
+        let options = HttpServerOptions {
             stateless,
-            ..HttpOptions::default()
+            ..HttpServerOptions::default()
         };
         let serving = tokio::spawn(serve_http(server.session(), listener, options, pending()));
         let mut client = HttpClient::new(&url);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use toolhost::mcp::server::{self, HttpOptions, McpServer, StdioOptions};
+use toolhost::mcp::server::{self, HttpServerOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{Host, McpConfig, Runtime};
 
@@ -164,7 +164,7 @@ impl McpArgs {
                     .await
                     .with_context(|| format!("cannot listen on {address}"))?;
                 let bound = listener.local_addr()?;
-                let options = HttpOptions {
+                let options = HttpServerOptions {
                     allowed_hosts: self.allowed_hosts,
                     allowed_origins: self.allowed_origins,
                     token,

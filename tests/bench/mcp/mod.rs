@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use toolhost::mcp::server::{HttpOptions, McpServer, StdioOptions, serve_http, serve_lines};
+use toolhost::mcp::server::{HttpServerOptions, McpServer, StdioOptions, serve_http, serve_lines};
 use toolhost::sandbox::LimitsConfig;
 use toolhost::units::HumanDuration;
 use toolhost::{ComponentConfig, Host, Runtime, RuntimeConfig};
@@ -305,7 +305,7 @@ async fn cancellation() -> anyhow::Result<()> {
     tokio::spawn(serve_http(
         server.session(),
         listener,
-        HttpOptions::default(),
+        HttpServerOptions::default(),
         std::future::pending(),
     ));
     let clients = Http {

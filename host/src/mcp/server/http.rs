@@ -1,7 +1,7 @@
 //! MCP over Streamable HTTP: rmcp's service at `/mcp`, behind toolhost's own front:
 //! `GET /health`, a bearer token, a body limit, JSON-RPC errors for bodies that are not
 //! JSON-RPC, cancel-on-disconnect for session-mode calls, and a graceful shutdown. Everything
-//! a peer can make the server hold is bounded ([`HttpOptions`]): connections, the time to send
+//! a peer can make the server hold is bounded ([`HttpServerOptions`]): connections, the time to send
 //! headers and body, the body's size, sessions and their idle time.
 
 use std::convert::Infallible;
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::McpServer;
-use super::options::HttpOptions;
+use super::options::HttpServerOptions;
 use super::router::Router;
 use super::service::Mcp;
 
@@ -38,13 +38,13 @@ const LOOPBACK_ORIGINS: [&str; 6] = [
 
 /// Serves `server` over Streamable HTTP at `/mcp` on `listener` (and `GET /health`), until
 /// `shutdown` completes. Then it stops accepting connections, lets the calls in flight run up
-/// to [`HttpOptions::shutdown_grace`], cancels the rest and closes every stream.
+/// to [`HttpServerOptions::shutdown_grace`], cancels the rest and closes every stream.
 ///
 /// Refuses to listen on an address other than loopback without a token.
 pub async fn serve_http(
     server: McpServer,
     listener: TcpListener,
-    options: HttpOptions,
+    options: HttpServerOptions,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
@@ -91,7 +91,7 @@ pub async fn serve_http(
 fn mcp_service(
     server: &McpServer,
     local: SocketAddr,
-    options: &HttpOptions,
+    options: &HttpServerOptions,
     stop: CancellationToken,
 ) -> Mcp {
     let mut allowed_hosts: Vec<String> = LOOPBACK_HOSTS.map(String::from).to_vec();
@@ -132,12 +132,12 @@ fn mcp_service(
 
 /// Accepts connections on `listener` and serves each with `router` until `shutdown`
 /// completes; returns the connections still open, which close when `closing` is cancelled.
-/// Past [`HttpOptions::max_connections`], a connection is only told the server is busy (or
+/// Past [`HttpServerOptions::max_connections`], a connection is only told the server is busy (or
 /// answered `/health`); past [`BUSY_CONNECTIONS`] more, it is closed at once.
 async fn accept(
     listener: TcpListener,
     router: &Arc<Router>,
-    options: &HttpOptions,
+    options: &HttpServerOptions,
     closing: &CancellationToken,
     shutdown: impl Future<Output = ()>,
 ) -> TaskTracker {

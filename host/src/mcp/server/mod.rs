@@ -76,7 +76,7 @@ use tokio_util::task::TaskTracker;
 use crate::host::Host;
 
 pub use http::serve_http;
-pub use options::HttpOptions;
+pub use options::HttpServerOptions;
 pub use stdio::{StdioOptions, serve_lines, serve_stdio};
 
 use tools::Served;

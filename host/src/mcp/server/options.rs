@@ -4,7 +4,7 @@ use std::time::Duration;
 
 /// How the HTTP server runs.
 #[derive(Debug, Clone)]
-pub struct HttpOptions {
+pub struct HttpServerOptions {
     /// `Host` header values accepted besides the loopback ones (`localhost`, `127.0.0.1`,
     /// `::1`) and the bound address: `example.com` (any port) or `example.com:8080`. Any other
     /// `Host` is refused with 403, against DNS rebinding.
@@ -38,7 +38,7 @@ pub struct HttpOptions {
     pub shutdown_grace: Duration,
 }
 
-impl Default for HttpOptions {
+impl Default for HttpServerOptions {
     /// Loopback hosts and origins only, no token, sessions, 4 MiB bodies read within 30 s,
     /// 512 connections, 1,000 sessions ending after 2 minutes idle, 10 s of grace.
     fn default() -> Self {

@@ -14,7 +14,7 @@ use tokio_util::task::TaskTracker;
 use super::McpServer;
 use super::disconnect::WatchedBody;
 use super::jsonrpc::{self, Refused};
-use super::options::HttpOptions;
+use super::options::HttpServerOptions;
 use super::service::{Mcp, ResponseBody};
 
 pub(super) struct Router {
@@ -33,7 +33,7 @@ pub(super) struct Router {
 }
 
 impl Router {
-    pub(super) fn new(mcp: Mcp, server: McpServer, options: &HttpOptions) -> Self {
+    pub(super) fn new(mcp: Mcp, server: McpServer, options: &HttpServerOptions) -> Self {
         Self {
             mcp,
             server,
