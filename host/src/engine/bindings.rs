@@ -96,7 +96,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
 
 /// A component's code, ready to instantiate, with the exports of its contract version.
 #[derive(Clone)]
-pub(crate) struct ToolboxPre {
+pub(crate) struct ToolInstancePre {
     tools: ToolsPre,
     /// Whether it exports 0.2's `resources`, and `prompts`.
     offers: (bool, bool),
@@ -109,7 +109,7 @@ enum ToolsPre {
 }
 
 /// A component instance.
-pub(crate) struct Toolbox {
+pub(crate) struct ToolInstance {
     instance: wasmtime::component::Instance,
     tools: Tools,
 }
@@ -119,12 +119,12 @@ enum Tools {
     V0_2(v2::Toolbox),
 }
 
-impl ToolboxPre {
+impl ToolInstancePre {
     /// `pre` with the exports of `contract`, or why they do not match it.
     pub(crate) fn new(
         contract: Contract,
         pre: InstancePre<StoreState>,
-    ) -> wasmtime::Result<ToolboxPre> {
+    ) -> wasmtime::Result<ToolInstancePre> {
         let (tools, offers) = match contract {
             Contract::V0_1 => (ToolsPre::V0_1(v1::ToolboxPre::new(pre)?), (false, false)),
             Contract::V0_2 => {
@@ -156,7 +156,7 @@ impl ToolboxPre {
     pub(crate) async fn instantiate_async(
         &self,
         store: &mut Store<StoreState>,
-    ) -> wasmtime::Result<Toolbox> {
+    ) -> wasmtime::Result<ToolInstance> {
         let (instance, tools) = match &self.tools {
             ToolsPre::V0_1(pre) => {
                 let instance = pre.instance_pre().instantiate_async(&mut *store).await?;
@@ -173,11 +173,11 @@ impl ToolboxPre {
                 )
             }
         };
-        Ok(Toolbox { instance, tools })
+        Ok(ToolInstance { instance, tools })
     }
 }
 
-impl Toolbox {
+impl ToolInstance {
     /// The instance's `resources` export.
     pub(crate) fn resources(
         &self,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::bindings::{ToolResult as WitResult, Toolbox, ToolboxPre, wit};
+use super::bindings::{ToolInstance, ToolInstancePre, ToolResult as WitResult, wit};
 use super::result;
 use super::runtime::Runtime;
 use super::spare_instance::Spare;
@@ -84,12 +84,13 @@ impl Laps {
 /// Calls `describe` with nothing granted.
 pub(crate) async fn describe(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
 ) -> Result<Vec<wit::ToolSpec>, CallError> {
     let label = "describe";
-    let body =
-        async |instance: &Toolbox, store: &mut Store<StoreState>| instance.describe(store).await;
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
+        instance.describe(store).await
+    };
     let (result, _, stderr) = run(runtime, pre, sandbox, label, body, None, None).await;
     result.map_err(|error| with_stderr(error, &stderr))
 }
@@ -100,7 +101,7 @@ pub(crate) async fn describe(
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn call_tool(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
     spare: &Arc<Spare>,
     tool: &str,
@@ -121,7 +122,7 @@ pub(crate) async fn call_tool(
         request_state: context.request_state.clone(),
     };
     let mut reports = ReportCounts::default();
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
         store.data_mut().reports =
             CallReports::new(tool, context.observer.clone(), runtime.report_clock());
         let result = instance.call(store, tool, arguments, &wit_context).await;
@@ -169,10 +170,10 @@ pub(crate) async fn call_tool(
 /// [`CallError::CapabilityDenied`].
 pub(super) async fn run<R>(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
     tool: &str,
-    body: impl AsyncFnOnce(&Toolbox, &mut Store<StoreState>) -> wasmtime::Result<R>,
+    body: impl AsyncFnOnce(&ToolInstance, &mut Store<StoreState>) -> wasmtime::Result<R>,
     phases: Option<&mut CallPhases>,
     spare: Option<&Arc<Spare>>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
@@ -255,7 +256,7 @@ fn store_for(
     sandbox: &Sandbox,
     spare: Option<&Arc<Spare>>,
     profiled: bool,
-) -> anyhow::Result<(Store<StoreState>, Option<Toolbox>)> {
+) -> anyhow::Result<(Store<StoreState>, Option<ToolInstance>)> {
     match spare.and_then(|spare| spare.take()) {
         Some((store, instance)) => Ok((store, Some(instance))),
         None => Ok((runtime.new_store(sandbox, profiled)?, None)),

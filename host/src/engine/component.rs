@@ -17,7 +17,7 @@ use wasmtime::component::{Component, types::ComponentItem};
 
 use super::{describe, offered};
 use crate::arguments::Arguments;
-use crate::engine::bindings::{CONTRACTS, Contract, ToolboxPre, wit};
+use crate::engine::bindings::{CONTRACTS, Contract, ToolInstancePre, wit};
 use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
 use crate::engine::call;
@@ -139,7 +139,7 @@ pub struct LoadedComponent {
     pulled: Option<oci::Pulled>,
     load_time: Duration,
     /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
-    code: OnceCell<ToolboxPre>,
+    code: OnceCell<ToolInstancePre>,
     /// The instance the next call runs in, made after the last one.
     spare: Arc<Spare>,
 }
@@ -229,7 +229,7 @@ impl LoadedComponent {
         self.code().await.map(|_| ())
     }
 
-    async fn code(&self) -> Result<&ToolboxPre, LoadError> {
+    async fn code(&self) -> Result<&ToolInstancePre, LoadError> {
         self.code
             .get_or_try_init(|| async {
                 let (pre, _, _) = compile(&self.runtime, &self.file, &self.key, None).await?;
@@ -461,7 +461,7 @@ async fn compile(
     path: &Path,
     key: &ContentKey,
     bytes: Option<Vec<u8>>,
-) -> Result<(ToolboxPre, Vec<String>, CompileSource), LoadError> {
+) -> Result<(ToolInstancePre, Vec<String>, CompileSource), LoadError> {
     let file = path.to_owned();
     let (component, source) = {
         let runtime = runtime.clone();
@@ -508,7 +508,7 @@ async fn compile(
                 "{e:#}; a tool component may import only WASI 0.2 interfaces and wasi:http"
             ),
         })?;
-    let pre = ToolboxPre::new(contract, pre).map_err(|e| LoadError::WrongWorld {
+    let pre = ToolInstancePre::new(contract, pre).map_err(|e| LoadError::WrongWorld {
         path: path.to_owned(),
         problem: format!(
             "its `{}` export does not match the WIT of {contract} ({e:#}); rebuild it against \

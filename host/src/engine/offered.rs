@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use wasmtime::Store;
 
-use super::bindings::{Toolbox, ToolboxPre, wit, wit_prompts, wit_resources};
+use super::bindings::{ToolInstance, ToolInstancePre, wit, wit_prompts, wit_resources};
 use super::call::{ToolResult, run};
 use super::result;
 use super::runtime::Runtime;
@@ -50,14 +50,14 @@ impl ToolResult for Result<wit_prompts::Outcome, wit_prompts::PromptError> {
 /// Lists what the component offers: what `pre` exports of `resources` and `prompts`.
 pub(crate) async fn list(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
 ) -> Result<Offers, CallError> {
     let (resources, prompts) = pre.offers();
     if !resources && !prompts {
         return Ok(Offers::default());
     }
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
         let mut offers = Offers::default();
         if resources {
             let exports = instance.resources(store)?;
@@ -103,11 +103,11 @@ pub(crate) async fn list(
 /// Reads the resource `uri`.
 pub(crate) async fn read(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
     uri: &str,
 ) -> Result<Vec<ResourceContents>, OfferError> {
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
         let exports = instance.resources(store)?;
         exports
             .toolhost_tool_resources()
@@ -132,7 +132,7 @@ pub(crate) async fn read(
 /// `max_result`).
 pub(crate) async fn get(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
     name: &str,
     arguments: &BTreeMap<String, String>,
@@ -147,7 +147,7 @@ pub(crate) async fn get(
             .collect(),
         request_state: input.request_state.clone(),
     };
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
         let exports = instance.prompts(store)?;
         exports
             .toolhost_tool_prompts()
@@ -189,13 +189,13 @@ pub(crate) async fn get(
 /// Completions of `value` for argument `argument` of prompt `name`.
 pub(crate) async fn complete(
     runtime: &Runtime,
-    pre: &ToolboxPre,
+    pre: &ToolInstancePre,
     sandbox: &Sandbox,
     name: &str,
     argument: &str,
     value: &str,
 ) -> Result<Vec<String>, OfferError> {
-    let body = async |instance: &Toolbox, store: &mut Store<StoreState>| {
+    let body = async |instance: &ToolInstance, store: &mut Store<StoreState>| {
         let exports = instance.prompts(store)?;
         exports
             .toolhost_tool_prompts()

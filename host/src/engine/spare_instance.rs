@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use wasmtime::Store;
 
-use crate::engine::bindings::{Toolbox, ToolboxPre};
+use crate::engine::bindings::{ToolInstance, ToolInstancePre};
 use crate::engine::runtime::Runtime;
 use crate::engine::runtime::{CallSlot, SpareSlot};
 use crate::sandbox::Sandbox;
@@ -34,7 +34,7 @@ pub(crate) struct Spare {
 /// A store with the component instantiated in it, never called.
 struct Ready {
     store: Store<StoreState>,
-    instance: Toolbox,
+    instance: ToolInstance,
     _slot: SpareSlot,
 }
 
@@ -52,7 +52,7 @@ impl Spare {
 
     /// The spare instance for a call, if one is ready, with its CPU budget's epoch deadline
     /// counting from now (the epoch went on while it waited).
-    pub(crate) fn take(&self) -> Option<(Store<StoreState>, Toolbox)> {
+    pub(crate) fn take(&self) -> Option<(Store<StoreState>, ToolInstance)> {
         let Ready {
             mut store,
             instance,
@@ -77,7 +77,7 @@ impl Spare {
     /// without the yield, the client waits for this work before it reads the answer.
     pub(crate) fn retire(
         self: &Arc<Self>,
-        pre: &ToolboxPre,
+        pre: &ToolInstancePre,
         store: Store<StoreState>,
         slot: CallSlot,
     ) {
@@ -108,7 +108,7 @@ impl Spare {
     }
 
     /// Makes the spare instance, for the task that set `making`.
-    async fn refill(&self, pre: &ToolboxPre) {
+    async fn refill(&self, pre: &ToolInstancePre) {
         if let Some(ready) = self.make(pre).await {
             *lock(&self.ready) = Some(ready);
         }
@@ -118,7 +118,7 @@ impl Spare {
     /// Instantiates the component in a fresh store, as a call would, under the wall-clock
     /// timeout of a call; `None` when the runtime has no room for another spare or when
     /// instantiating fails (the call that makes its own instance will say why).
-    async fn make(&self, pre: &ToolboxPre) -> Option<Ready> {
+    async fn make(&self, pre: &ToolInstancePre) -> Option<Ready> {
         let slot = self.runtime.spare_slot()?;
         let mut store = match self.runtime.new_store(&self.sandbox, false) {
             Ok(store) => store,
