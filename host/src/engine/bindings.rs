@@ -209,7 +209,7 @@ impl ToolInstance {
     }
 
     /// Calls `call`. A 0.1 component's text comes back as the text of a result with no
-    /// parts ([`ToolResult::V0_1`]): its meaning (JSON when the tool declares an output
+    /// parts ([`VersionedOutcome::V0_1`]): its meaning (JSON when the tool declares an output
     /// schema) is 0.1's.
     pub(crate) async fn call(
         &self,
@@ -217,7 +217,7 @@ impl ToolInstance {
         tool: &str,
         arguments: &str,
         context: &wit::CallContext,
-    ) -> wasmtime::Result<Result<ToolResult, wit::ToolError>> {
+    ) -> wasmtime::Result<Result<VersionedOutcome, wit::ToolError>> {
         match &self.tools {
             Tools::V0_1(instance) => {
                 let context = v1::exports::toolhost::tool::tools::CallContext {
@@ -228,19 +228,19 @@ impl ToolInstance {
                     .toolhost_tool_tools()
                     .call_call(store, tool, arguments, &context)
                     .await?;
-                Ok(result.map(ToolResult::V0_1).map_err(from_v1::error))
+                Ok(result.map(VersionedOutcome::V0_1).map_err(from_v1::error))
             }
             Tools::V0_2(instance) => Ok(instance
                 .toolhost_tool_tools()
                 .call_call(store, tool, arguments, context)
                 .await?
-                .map(ToolResult::V0_2)),
+                .map(VersionedOutcome::V0_2)),
         }
     }
 }
 
 /// What a successful call returned, in its contract's form.
-pub(crate) enum ToolResult {
+pub(crate) enum VersionedOutcome {
     /// 0.1: one text (JSON when the tool declares an output schema).
     V0_1(String),
     /// 0.2: parts and structured content, or a request for input.

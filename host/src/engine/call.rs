@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::bindings::{ToolInstance, ToolInstancePre, ToolResult as WitResult, wit};
+use super::bindings::{ToolInstance, ToolInstancePre, VersionedOutcome, wit};
 use super::result;
 use super::runtime::Runtime;
 use super::spare_instance::Spare;
@@ -178,7 +178,7 @@ pub(super) async fn run<R>(
     spare: Option<&Arc<Spare>>,
 ) -> (Result<R, CallError>, CapturedLog, CapturedLog)
 where
-    R: ToolResult,
+    R: ExportValue,
 {
     let limits = sandbox.limits;
     let mut laps = Laps::new(phases.is_some());
@@ -265,7 +265,7 @@ fn store_for(
 
 /// The result of a call whose work ended in `outcome`: its value, or why there is none (the
 /// wall clock ran out, a capability was denied, or the sandbox's verdict on a failure).
-fn judge<R: ToolResult>(
+fn judge<R: ExportValue>(
     outcome: Result<Result<R, Failure>, tokio::time::error::Elapsed>,
     state: &StoreState,
     limits: &Limits,
@@ -291,17 +291,17 @@ fn judge<R: ToolResult>(
 }
 
 /// Whether a call's value is the tool reporting an error of its own.
-pub(super) trait ToolResult {
+pub(super) trait ExportValue {
     fn is_tool_error(&self) -> bool;
 }
 
-impl ToolResult for Vec<wit::ToolSpec> {
+impl ExportValue for Vec<wit::ToolSpec> {
     fn is_tool_error(&self) -> bool {
         false
     }
 }
 
-impl ToolResult for Result<WitResult, wit::ToolError> {
+impl ExportValue for Result<VersionedOutcome, wit::ToolError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
     }

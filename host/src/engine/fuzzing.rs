@@ -2,7 +2,7 @@
 //! content), reachable from the fuzz targets (`fuzz/`) without a component. Not part of the
 //! API.
 
-use super::bindings::{ToolResult, wit};
+use super::bindings::{VersionedOutcome, wit};
 use super::result;
 use crate::sandbox::Limits;
 
@@ -88,7 +88,7 @@ pub fn check_result(bytes: &[u8], max_result: usize) -> Result<(String, usize), 
         max_result,
         ..Limits::default()
     };
-    let result = ToolResult::V0_2(wit::Outcome::Complete(wit::ToolResult {
+    let result = VersionedOutcome::V0_2(wit::Outcome::Complete(wit::ToolResult {
         content,
         structured,
     }));

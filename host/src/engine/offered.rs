@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use wasmtime::Store;
 
 use super::bindings::{ToolInstance, ToolInstancePre, wit, wit_prompts, wit_resources};
-use super::call::{ToolResult, run};
+use super::call::{ExportValue, run};
 use super::result;
 use super::runtime::Runtime;
 use crate::content::{self, ContentPart, EmbeddedResource, Media};
@@ -23,25 +23,25 @@ use crate::sandbox::store::StoreState;
 /// At most this many completions are passed on (MCP's limit).
 const MAX_COMPLETIONS: usize = 100;
 
-impl ToolResult for Offers {
+impl ExportValue for Offers {
     fn is_tool_error(&self) -> bool {
         false
     }
 }
 
-impl ToolResult for Vec<String> {
+impl ExportValue for Vec<String> {
     fn is_tool_error(&self) -> bool {
         false
     }
 }
 
-impl ToolResult for Result<Vec<wit_resources::Contents>, wit_resources::ReadError> {
+impl ExportValue for Result<Vec<wit_resources::Contents>, wit_resources::ReadError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
     }
 }
 
-impl ToolResult for Result<wit_prompts::Outcome, wit_prompts::PromptError> {
+impl ExportValue for Result<wit_prompts::Outcome, wit_prompts::PromptError> {
     fn is_tool_error(&self) -> bool {
         self.is_err()
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::bindings::{ToolResult, wit};
+use super::bindings::{VersionedOutcome, wit};
 use crate::content::{
     self, ContentPart, EmbeddedResource, INPUT_METHODS, InputRequest, InputRequired, Media,
     ResourceLink,
@@ -50,25 +50,25 @@ const MAX_REQUEST_STATE: usize = 64 * 1024;
 /// Checks `result` of tool `tool` against `limits` and its output schema (`output`).
 pub(crate) fn check(
     tool: &str,
-    result: ToolResult,
+    result: VersionedOutcome,
     limits: &Limits,
     output: Option<&jsonschema::Validator>,
 ) -> Result<Checked, CallError> {
     let result = match result {
-        ToolResult::V0_1(text) => {
+        VersionedOutcome::V0_1(text) => {
             limits.check_result(tool, text.len())?;
             return Ok(Checked {
                 text,
                 ..Checked::default()
             });
         }
-        ToolResult::V0_2(wit::Outcome::InputRequired(asked)) => {
+        VersionedOutcome::V0_2(wit::Outcome::InputRequired(asked)) => {
             return input_required(tool, asked, limits).map(|asked| Checked {
                 input_required: Some(asked),
                 ..Checked::default()
             });
         }
-        ToolResult::V0_2(wit::Outcome::Complete(result)) => result,
+        VersionedOutcome::V0_2(wit::Outcome::Complete(result)) => result,
     };
     let failed = |message: String| CallError::ToolFailed {
         tool: tool.to_owned(),
@@ -305,8 +305,8 @@ fn check_uri(uri: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn result(content: Vec<wit::Content>, structured: Option<&str>) -> ToolResult {
-        ToolResult::V0_2(wit::Outcome::Complete(wit::ToolResult {
+    fn result(content: Vec<wit::Content>, structured: Option<&str>) -> VersionedOutcome {
+        VersionedOutcome::V0_2(wit::Outcome::Complete(wit::ToolResult {
             content,
             structured: structured.map(str::to_owned),
         }))
