@@ -1,6 +1,6 @@
 //! Outgoing HTTP requests through `wasi:http`.
 //!
-//! The host lets a request through only when the tool was granted its host (`--http
+//! The host lets a request through only when the tool was granted its host (`--allow-http
 //! example.com`, or `http = ["example.com"]` in the manifest); any other request fails with
 //! [`Error::Denied`].
 //!

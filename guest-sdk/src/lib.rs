@@ -75,7 +75,7 @@
 //! # Capabilities
 //!
 //! A tool runs with nothing: no files, no environment variables, no network. What it needs
-//! must be granted by whoever runs it (`host call --http wttr.in ...`, or the manifest). A tool
+//! must be granted by whoever runs it (`host call --allow-http wttr.in ...`, or the manifest). A tool
 //! can say what it would like with [`Tool::requests`]; the host shows those requests next to
 //! the grants, and never grants them by itself. Outgoing HTTP goes through [`http`].
 //!

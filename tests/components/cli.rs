@@ -1,7 +1,10 @@
 //! The `host` binary: what a user sees on stdout, stderr and in the exit code.
 
 use toolhost_tests::cli::{HostCommand, HostOutput};
-use toolhost_tests::components::{CALCULATOR, FILES, MCP_CONFORMANCE, MISBEHAVE, NOT_A_TOOL};
+use toolhost_tests::components::{
+    CALCULATOR, FILES, MCP_CONFORMANCE, MISBEHAVE, NOT_A_TOOL, WEATHER,
+};
+use toolhost_tests::server::{Reply, TestServer};
 
 /// `host ARGS`, run to its end.
 fn host(args: &[&str]) -> HostOutput {
@@ -77,6 +80,53 @@ fn grant_flags_reach_the_tool() {
         output.code(),
         Some(1),
         "without --dir there is nothing to read"
+    );
+}
+
+/// `host call WEATHER current_weather {"city": "Paris"}` against a server on 127.0.0.1, with
+/// `grant` naming that server (`--allow-http`, or the deprecated `--http`).
+async fn weather_call(grant: &str) -> (HostOutput, usize) {
+    let server = TestServer::start(|request| {
+        if request.path == "/Paris?format=j1" {
+            Reply::text(200, r#"{"current_condition": [{"temp_C": "14", "FeelsLikeC": "12",
+                "humidity": "71", "windspeedKmph": "9", "weatherDesc": [{"value": "Fog"}]}],
+                "nearest_area": [{"areaName": [{"value": "Paris"}],
+                "country": [{"value": "France"}]}]}"#)
+        } else {
+            Reply::text(404, "unknown location")
+        }
+    })
+    .await;
+    let base = format!("WEATHER_BASE_URL={}", server.url());
+    let output = HostCommand::new("call")
+        .args([WEATHER, "current_weather", r#"{"city": "Paris"}"#])
+        .args(["--env", &base, grant, &server.authority()])
+        .run()
+        .await;
+    (output, server.requests().len())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_http_grants_outgoing_http() {
+    let (output, requests) = weather_call("--allow-http").await;
+    output.assert_success();
+    assert!(output.stdout.contains("Fog"), "{}", output.stdout);
+    assert_eq!(requests, 1);
+    assert!(!output.stderr.contains("deprecated"), "{}", output.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_old_http_grant_flag_still_works_with_a_warning() {
+    let (output, requests) = weather_call("--http").await;
+    output.assert_success();
+    assert!(output.stdout.contains("Fog"), "{}", output.stdout);
+    assert_eq!(requests, 1);
+    assert!(
+        output
+            .stderr
+            .contains("`--http HOST` is deprecated here; use `--allow-http HOST`"),
+        "{}",
+        output.stderr
     );
 }
 

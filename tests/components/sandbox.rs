@@ -328,7 +328,7 @@ async fn http_reaches_granted_hosts_only() {
             let authority = server.authority();
             assert_eq!(
                 grant,
-                &format!("grants.http = [\"{authority}\"] in the manifest, or --http {authority}")
+                &format!("grants.http = [\"{authority}\"] in the manifest, or --allow-http {authority}")
             );
         }
         other => panic!("expected a denied capability, got {other:?}"),

@@ -150,7 +150,7 @@ async fn tool_failures_become_typed_error_results() {
                 .contains("HTTP access to 127.0.0.1:9")
         );
         assert!(
-            !result.executions[3].output.contains("--http"),
+            !result.executions[3].output.contains("--allow-http"),
             "the model is not told grant syntax: {}",
             result.executions[3].output
         );

@@ -9,7 +9,7 @@ use serde_json::json;
 use toolhost::{CallContext, Host, Runtime, ToolOutput};
 
 use super::output::{print_json, println};
-use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
+use super::{ExitStatus, GrantArgs, LimitArgs, OldHttpFlag, tools_of};
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -25,6 +25,9 @@ pub struct CallArgs {
 
     #[command(flatten)]
     grants: GrantArgs,
+
+    #[command(flatten)]
+    old_http: OldHttpFlag,
 
     #[command(flatten)]
     limits: LimitArgs,
@@ -49,7 +52,7 @@ impl CallArgs {
         let mut host = Host::builder()
             .runtime(runtime.clone())
             .limits(self.limits.config());
-        host = tools_of(host, &self.target, &self.grants)?;
+        host = tools_of(host, &self.target, &self.old_http.added_to(&self.grants))?;
         let host = host.build().await?;
         let arguments = if self.arguments == "-" {
             let mut text = String::new();

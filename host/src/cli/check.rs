@@ -8,7 +8,7 @@ use toolhost::check::{CheckOptions, Checklist, Verdict, check_component};
 use toolhost::{ComponentConfig, Runtime};
 
 use super::output::{print, print_json};
-use super::{ExitStatus, GrantArgs, LimitArgs};
+use super::{ExitStatus, GrantArgs, LimitArgs, OldHttpFlag};
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -21,6 +21,9 @@ pub struct CheckArgs {
 
     #[command(flatten)]
     grants: GrantArgs,
+
+    #[command(flatten)]
+    old_http: OldHttpFlag,
 
     /// The limits of each call the checks make [defaults: 5s of CPU time, a 10s timeout]
     #[command(flatten)]
@@ -38,7 +41,7 @@ impl CheckArgs {
             );
         }
         let mut config = ComponentConfig::new(&self.component);
-        config.grants = self.grants.to_grants();
+        config.grants = self.old_http.added_to(&self.grants).to_grants();
         let defaults = CheckOptions::default();
         let options = CheckOptions {
             limits: self.limits.config().apply(defaults.limits),

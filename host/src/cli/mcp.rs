@@ -13,9 +13,9 @@ use toolhost::{Host, McpConfig, Runtime};
 
 use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 
+// `--http ADDR` is the address to listen on; the outgoing-HTTP grant is `--allow-http`, as in
+// every command.
 #[derive(Debug, Args)]
-// `--http` serves over HTTP here; the outgoing-HTTP grant of `host call` is `--allow-http`.
-#[command(mut_arg("http", |arg| arg.long("allow-http")))]
 pub struct McpArgs {
     /// A manifest (.toml), or a single component (.wasm or oci://REGISTRY/REPO:TAG) with the
     /// grants given here

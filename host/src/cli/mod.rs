@@ -96,7 +96,7 @@ enum Command {
     /// Examples:
     ///   host call calculator.wasm square_root '{"x": 2}'
     ///   host call files.wasm list_files '{"path": "/data"}' --dir ./data::/data
-    ///   host call weather.wasm current_weather '{"city": "Paris"}' --http wttr.in
+    ///   host call weather.wasm current_weather '{"city": "Paris"}' --allow-http wttr.in
     ///   host call example-tools/toolhost.toml add '{"a": 1, "b": 2}'
     #[command(verbatim_doc_comment)]
     Call(Box<call::CallArgs>),
@@ -287,7 +287,7 @@ pub struct GrantArgs {
     env: Vec<EnvGrant>,
 
     /// Allow outgoing HTTP to a host: example.com, example.com:8080, *.example.com
-    #[arg(long = "http", value_name = "HOST")]
+    #[arg(long = "allow-http", value_name = "HOST")]
     http: Vec<HostPattern>,
 
     /// Allow raw TCP/UDP connections to HOST:PORT
@@ -308,6 +308,27 @@ impl GrantArgs {
             sockets: self.sockets.clone(),
             workdir: self.workdir.clone(),
         }
+    }
+}
+
+/// `--http HOST`, the name `--allow-http` had before `host mcp --http ADDR` gave `--http` its
+/// one meaning (an address to listen on). Hidden; `host call` and `host check` still take it,
+/// with a warning, so that scripts written for it keep working.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct OldHttpFlag {
+    #[arg(long = "http", value_name = "HOST", hide = true)]
+    http: Vec<HostPattern>,
+}
+
+impl OldHttpFlag {
+    /// `grants` with the hosts given as `--http`, after a warning that names the new flag.
+    fn added_to(&self, grants: &GrantArgs) -> GrantArgs {
+        let mut grants = grants.clone();
+        if !self.http.is_empty() {
+            eprintln!("warning: `--http HOST` is deprecated here; use `--allow-http HOST`");
+            grants.http.extend(self.http.iter().cloned());
+        }
+        grants
     }
 }
 

@@ -20,7 +20,7 @@ pub(crate) struct Denial {
     /// What it tried, such as `HTTP access to example.com:443`.
     pub(crate) what: String,
     /// The grant that would allow it, such as `grants.http = ["example.com"]` (manifest) or
-    /// `--http example.com` (`host call`).
+    /// `--allow-http example.com` (`host call`).
     pub(crate) grant: String,
 }
 
@@ -47,9 +47,18 @@ impl Denials {
     }
 }
 
+/// The manifest key and the command-line flag of the HTTP grant, and of the socket grant.
+const HTTP_GRANT: (&str, &str) = ("http", "allow-http");
+const SOCKET_GRANT: (&str, &str) = ("sockets", "socket");
+
 /// How to grant `host:port` (just `host` when `port` is the scheme's default) in a manifest
-/// and on the command line.
-fn grant_hint(kind: &str, host: &str, port: u16, default_port: Option<u16>) -> String {
+/// (`grants.KIND`) and on the command line (`--FLAG`).
+fn grant_hint(
+    (kind, flag): (&str, &str),
+    host: &str,
+    port: u16,
+    default_port: Option<u16>,
+) -> String {
     let host = if host.contains(':') {
         format!("[{host}]")
     } else {
@@ -59,7 +68,6 @@ fn grant_hint(kind: &str, host: &str, port: u16, default_port: Option<u16>) -> S
         Some(default) if default == port => host,
         _ => format!("{host}:{port}"),
     };
-    let flag = kind.trim_end_matches('s');
     format!("grants.{kind} = [\"{pattern}\"] in the manifest, or --{flag} {pattern}")
 }
 
@@ -102,7 +110,7 @@ impl WasiHttpHooks for HttpEgress {
             let default_port = if https { 443 } else { 80 };
             self.denials.record(
                 format!("HTTP access to {host}:{port}"),
-                grant_hint("http", host, port, Some(default_port)),
+                grant_hint(HTTP_GRANT, host, port, Some(default_port)),
             );
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
@@ -125,7 +133,7 @@ impl WasiHttpHooks for HttpEgress {
                             "HTTP access to {host}:{port}, which resolves to {ip}, a {kind} \
                              address (a granted name never reaches one)"
                         ),
-                        grant_hint("http", &ip.to_string(), port, None),
+                        grant_hint(HTTP_GRANT, &ip.to_string(), port, None),
                     );
                     return Err(wasmtime_wasi_http::Error::HttpRequestDenied);
                 }
@@ -275,7 +283,7 @@ pub(crate) fn socket_check(
                     SocketAddrUse::TcpConnect
                     | SocketAddrUse::UdpSend
                     | SocketAddrUse::UdpReceive => {
-                        grant_hint("sockets", &addr.ip().to_string(), addr.port(), None)
+                        grant_hint(SOCKET_GRANT, &addr.ip().to_string(), addr.port(), None)
                     }
                     _ => "nothing: tools may not listen for connections".to_owned(),
                 };
