@@ -27,7 +27,7 @@ setup:
 
 # Build the host (`target/debug/host`), the guest SDK and the examples.
 build:
-    cargo build --workspace --bins --examples
+    cargo build --locked --workspace --bins --examples
 
 # Build every example tool (Rust, Python, JavaScript, C, Go) into example-tools/dist/.
 tools:
@@ -46,7 +46,7 @@ test: build tools
     scripts/setup-haproxy.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
-    cargo test --workspace
+    cargo test --locked --workspace
 
 # The eval: 44 everyday requests (tests/eval/suite.toml) asked of the local model with every
 # example tool; prints each run, the score per category of the development and the held-out
@@ -56,12 +56,26 @@ eval *FLAGS: build tools
     scripts/setup-local-llm.sh
     "${CARGO_TARGET_DIR:-target}/debug/eval" {{FLAGS}}
 
-# Formatting, clippy, and the library's structure (docs/architecture.md), as CI checks them.
+# Formatting, clippy, the library's structure (docs/architecture.md) and its cargo features,
+# as CI checks them.
 lint:
     cargo fmt --all -- --check
-    cargo clippy --workspace --all-targets -- -D warnings
     python3 scripts/check-structure.py --self-test
     python3 scripts/check-structure.py
+    cargo clippy --locked --workspace --all-targets -- -D warnings
+    just features
+
+# The library with no optional feature, with each alone, and with the fuzz targets' set,
+# through clippy (a check, not a build): a `#[cfg(feature = ...)]` that is missing or wrong
+# fails here, not in an embedder's build. `cli` is the default set, which `lint` checks.
+features:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    for features in "" mcp-server mcp-client oci local-model fuzzing,mcp-client,mcp-server,oci; do
+      echo "toolhost with features [$features]"
+      cargo clippy --locked --quiet -p toolhost --all-targets --no-default-features \
+        --features "$features" -- -D warnings
+    done
 
 # Fuzz every decoder of outside data (manifest, component bytes, tool arguments, model streams
 # and bodies, MCP messages both ways, saved run state) for SECONDS each, with nightly's
@@ -88,14 +102,14 @@ soak *FLAGS:
     target=${CARGO_TARGET_DIR:-target}
     host=${SOAK_HOST:-}
     if [[ -z $host ]]; then
-      cargo build --release -p toolhost --bin host
+      cargo build --locked --release -p toolhost --bin host
       host=$target/release/host
     fi
-    cargo build -p toolhost-tests --bin soak
+    cargo build --locked -p toolhost-tests --bin soak
     "$host" tools example-tools/toolhost.toml > /dev/null
     "$target/debug/soak" --host "$host" {{FLAGS}}
 
 # Three replicas of `host mcp --http` behind HAProxy, one killed mid-load (also in `just test`).
 scale-out:
-    cargo build -p toolhost --bin host
-    cargo test -p toolhost-tests --test scale_out
+    cargo build --locked -p toolhost --bin host
+    cargo test --locked -p toolhost-tests --test scale_out

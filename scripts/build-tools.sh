@@ -28,7 +28,7 @@ built() {
 mkdir -p "$dist"
 
 log "building the Rust tools (cargo build --release, wasm32-wasip2)"
-(cd "$tools" && CARGO_TARGET_DIR=$guests cargo build --release --quiet)
+(cd "$tools" && CARGO_TARGET_DIR=$guests cargo build --locked --release --quiet)
 for manifest in "$tools"/*/Cargo.toml; do
   dir=$(dirname "$manifest")
   crate=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$manifest" | head -n 1)
