@@ -6,7 +6,8 @@ finds every path it names (`use` trees, `crate::`/`super::`/`self::` paths in co
 attributes), resolves each to the file that defines it (following `pub use` re-exports, so a
 facade hides no edge), and checks four rules:
 
-1. no cycle between files;
+1. no cycle between files (the binary's `cli/` files included: it has no layers, but its
+   files may not import each other in a circle either);
 2. no arrow from a lower layer to a higher one, the layers as docs/architecture.md lists them
    (its table between the `layers:begin` and `layers:end` markers, lowest layer first);
 3. no import through a re-export of `lib.rs`: library code names the defining module;
@@ -341,6 +342,19 @@ def long_functions(limit: int) -> list[str]:
     return found
 
 
+def binary_graph(modules, library) -> tuple[list, dict]:
+    """The binary's files (`main.rs`, `cli/`) and the arrows between them (those into the
+    library are its to take, and left out)."""
+    binary = sorted(p for p in modules if p not in library)
+    edges: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
+    for path in binary:
+        for target, _ in modules[path].refs:
+            found = resolve(modules, target)
+            if found is not None and found[0] != path and found[0] in binary:
+                edges[path].add(found[0])
+    return binary, edges
+
+
 def main() -> int:
     ROOMS.update(r for row in layers() for r in row)
     modules = load()
@@ -361,6 +375,11 @@ def main() -> int:
     problems: list[str] = []
     for cycle in strongly_connected(sorted(library), edges):
         problems.append("cycle between files: " + " <-> ".join(name(p, modules) for p in cycle))
+    binary, binary_edges = binary_graph(modules, library)
+    for cycle in strongly_connected(sorted(binary), binary_edges):
+        problems.append(
+            "cycle between files of the binary: " + " <-> ".join(name(p, modules) for p in cycle)
+        )
 
     room_edges: dict[str, set[str]] = defaultdict(set)
     for src, dests in edges.items():
@@ -431,6 +450,11 @@ def self_test() -> int:
             {"low.rs": "fn long() {\n" + "    let _ = 1;\n" * 90 + "}", "high.rs": ""},
             "long function (split it): low.rs:1 fn long",
         ),
+        "a cycle in the binary": (
+            {"cli/mod.rs": "mod a;\nmod b;", "cli/a.rs": "pub fn f() {\n    super::b::g();\n}",
+             "cli/b.rs": "use super::a::f;\npub fn g() {}", "low.rs": "pub struct L;", "high.rs": ""},
+            "cycle between files of the binary: cli/a.rs <-> cli/b.rs",
+        ),
         "nothing wrong": ({"low.rs": "pub struct L;", "high.rs": "use crate::low::L;"}, None),
     }
     failed = 0
@@ -442,6 +466,7 @@ def self_test() -> int:
             Path(root, "docs", "architecture.md").write_text(table)
             (src / "lib.rs").write_text("mod high;\nmod low;\npub use low::L;\n")
             for path, text in files.items():
+                (src / path).parent.mkdir(parents=True, exist_ok=True)
                 (src / path).write_text(text + "\n")
             run = subprocess.run(
                 [sys.executable, __file__, "--root", root], capture_output=True, text=True

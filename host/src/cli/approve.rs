@@ -2,39 +2,12 @@
 //! `--yes`, nothing without a terminal; and driving a run through its pauses, for approvals
 //! and for tools that ask for input (`form.rs`).
 
-use std::io::IsTerminal;
-
-use anyhow::Context as _;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use toolhost::agent::{
     Agent, AgentError, AgentEvent, Conversation, Decision, InputAnswer, PendingCall, RunEnd,
     RunOptions, RunResult,
 };
 
-/// Lines typed on stdin: the chat's messages and the answers to approval prompts.
-pub struct Input {
-    lines: Lines<BufReader<Stdin>>,
-    terminal: bool,
-}
-
-impl Input {
-    pub fn new() -> Self {
-        Self {
-            lines: BufReader::new(tokio::io::stdin()).lines(),
-            terminal: std::io::stdin().is_terminal(),
-        }
-    }
-
-    /// Whether a person is typing (stdin is a terminal).
-    pub fn is_terminal(&self) -> bool {
-        self.terminal
-    }
-
-    /// The next line, or `None` at the end of input.
-    pub async fn line(&mut self) -> anyhow::Result<Option<String>> {
-        self.lines.next_line().await.context("cannot read stdin")
-    }
-}
+use super::input::Input;
 
 /// Who decides about calls that need approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

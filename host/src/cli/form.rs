@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use toolhost::InputRequest;
 use toolhost::agent::{AskingCall, InputAnswer};
 
-use super::approve::Input;
+use super::input::Input;
 
 /// What the user (or nobody) answers to every request of `asking`.
 pub async fn answer(asking: &AskingCall, input: &mut Input) -> anyhow::Result<InputAnswer> {

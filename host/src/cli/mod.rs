@@ -6,6 +6,7 @@ mod call;
 mod check;
 mod conformance;
 mod form;
+mod input;
 mod inspect;
 mod lock;
 mod mcp;

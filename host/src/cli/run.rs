@@ -13,7 +13,8 @@ use toolhost::llm::{ModelConfig, ToolChoice};
 use toolhost::{Host, Runtime};
 
 use super::ExitStatus;
-use super::approve::{Approver, Input, run_to_end};
+use super::approve::{Approver, run_to_end};
+use super::input::Input;
 use super::output::{one_line, print, print_error, print_json, println};
 use super::session::Session;
 
