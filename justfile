@@ -29,6 +29,10 @@ setup:
 build:
     cargo build --locked --workspace --bins --examples
 
+# Install the `host` command (a release build) into ~/.cargo/bin, where MCP clients can start it.
+install:
+    cargo install --locked --path host
+
 # Build every example tool (Rust, Python, JavaScript, C, Go) into example-tools/dist/.
 tools:
     scripts/build-tools.sh
