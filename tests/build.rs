@@ -212,7 +212,14 @@ fn build(workspace: &Path, target_dir: &Path) -> Result<(), String> {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace)
-        .args(["build", "--locked", "--release", "--target", "wasm32-wasip2", "--quiet"])
+        .args([
+            "build",
+            "--locked",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--quiet",
+        ])
         .env("CARGO_TARGET_DIR", target_dir);
     // The outer build's flags are for the host, not for wasm guests.
     for var in [

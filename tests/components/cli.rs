@@ -88,10 +88,13 @@ fn grant_flags_reach_the_tool() {
 async fn weather_call(grant: &str) -> (HostOutput, usize) {
     let server = TestServer::start(|request| {
         if request.path == "/Paris?format=j1" {
-            Reply::text(200, r#"{"current_condition": [{"temp_C": "14", "FeelsLikeC": "12",
+            Reply::text(
+                200,
+                r#"{"current_condition": [{"temp_C": "14", "FeelsLikeC": "12",
                 "humidity": "71", "windspeedKmph": "9", "weatherDesc": [{"value": "Fog"}]}],
                 "nearest_area": [{"areaName": [{"value": "Paris"}],
-                "country": [{"value": "France"}]}]}"#)
+                "country": [{"value": "France"}]}]}"#,
+            )
         } else {
             Reply::text(404, "unknown location")
         }

@@ -328,7 +328,9 @@ async fn http_reaches_granted_hosts_only() {
             let authority = server.authority();
             assert_eq!(
                 grant,
-                &format!("grants.http = [\"{authority}\"] in the manifest, or --allow-http {authority}")
+                &format!(
+                    "grants.http = [\"{authority}\"] in the manifest, or --allow-http {authority}"
+                )
             );
         }
         other => panic!("expected a denied capability, got {other:?}"),

@@ -401,7 +401,8 @@ mod tests {
         let error = CallError::CapabilityDenied {
             tool: "fetch".into(),
             capability: "HTTP access to 127.0.0.1:9".into(),
-            grant: "grants.http = [\"127.0.0.1:9\"] in the manifest, or --allow-http 127.0.0.1:9".into(),
+            grant: "grants.http = [\"127.0.0.1:9\"] in the manifest, or --allow-http 127.0.0.1:9"
+                .into(),
         };
         assert!(error.to_string().contains("grants.http"), "{error}");
         let model = error.model_message();
