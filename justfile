@@ -51,6 +51,8 @@ test: build tools
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace
+    # The library without its optional features (and what a manifest that needs one is told).
+    cargo test --locked -p toolhost --lib --no-default-features
 
 # The eval: 44 everyday requests (tests/eval/suite.toml) asked of the local model with every
 # example tool; prints each run, the score per category of the development and the held-out
@@ -71,11 +73,11 @@ lint:
 
 # The library with no optional feature, with each alone, and with the fuzz targets' set,
 # through clippy (a check, not a build): a `#[cfg(feature = ...)]` that is missing or wrong
-# fails here, not in an embedder's build. `cli` is the default set, which `lint` checks.
+# fails here, not in an embedder's build. (`lint` checks the default set.)
 features:
     #!/usr/bin/env bash
     set -euo pipefail
-    for features in "" mcp-server mcp-client oci local-model fuzzing,mcp-client,mcp-server,oci; do
+    for features in "" cli mcp-server mcp-client oci local-model fuzzing,mcp-client,mcp-server,oci; do
       echo "toolhost with features [$features]"
       cargo clippy --locked --quiet -p toolhost --all-targets --no-default-features \
         --features "$features" -- -D warnings

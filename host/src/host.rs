@@ -17,6 +17,7 @@ use crate::engine::runtime::{Runtime, RuntimeConfig};
 use crate::error::{CallError, LoadError};
 use crate::llm::{ModelConfig, Provider, ProviderError};
 use crate::manifest::{Manifest, ManifestError, McpConfig, ToolOptions};
+#[cfg(feature = "mcp-client")]
 use crate::mcp::client::McpServerConfig;
 use crate::native_tools::NativeTools;
 use crate::sandbox::LimitsConfig;
@@ -91,6 +92,7 @@ pub struct HostBuilder {
     runtime: Option<Runtime>,
     runtime_config: Option<RuntimeConfig>,
     components: Vec<ComponentConfig>,
+    #[cfg(feature = "mcp-client")]
     mcp_servers: Vec<McpServerConfig>,
     sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
     limits: LimitsConfig,
@@ -127,6 +129,7 @@ impl HostBuilder {
     }
 
     /// Adds an MCP server, besides the manifest's.
+    #[cfg(feature = "mcp-client")]
     pub fn mcp_server(mut self, config: McpServerConfig) -> Self {
         self.mcp_servers.push(config);
         self
@@ -216,21 +219,13 @@ impl HostBuilder {
                 config.limits = self.limits.apply(config.limits);
                 config
             });
-        let servers = McpServerConfig::from_manifest(&manifest)
-            .into_iter()
-            .chain(self.mcp_servers)
-            .map(|mut config| {
-                if let Some(timeout) = self.limits.timeout {
-                    config.timeout = timeout.0;
-                }
-                if let Some(max_result) = self.limits.max_result {
-                    config.max_result = usize::try_from(max_result.0).unwrap_or(usize::MAX);
-                }
-                config
-            });
-        let mut builder = Toolbox::builder(&runtime)
-            .components(configs)
-            .mcp_servers(servers);
+        let mut builder = Toolbox::builder(&runtime).components(configs);
+        #[cfg(feature = "mcp-client")]
+        {
+            builder = builder.mcp_servers(mcp_servers(&manifest, self.mcp_servers, &self.limits));
+        }
+        #[cfg(not(feature = "mcp-client"))]
+        no_mcp_servers(&manifest)?;
         for (source, source_options) in self.sources {
             builder = builder.source(source, source_options);
         }
@@ -254,6 +249,40 @@ impl HostBuilder {
             mcp: manifest.mcp.merged(self.mcp),
             provider,
         })
+    }
+}
+
+/// The manifest's MCP servers and the builder's, with the builder's `timeout` and `max_result`
+/// over their own.
+#[cfg(feature = "mcp-client")]
+fn mcp_servers(
+    manifest: &Manifest,
+    added: Vec<McpServerConfig>,
+    limits: &LimitsConfig,
+) -> Vec<McpServerConfig> {
+    let mut servers = McpServerConfig::from_manifest(manifest);
+    servers.extend(added);
+    for config in &mut servers {
+        if let Some(timeout) = limits.timeout {
+            config.timeout = timeout.0;
+        }
+        if let Some(max_result) = limits.max_result {
+            config.max_result = usize::try_from(max_result.0).unwrap_or(usize::MAX);
+        }
+    }
+    servers
+}
+
+/// Without the `mcp-client` feature a manifest's `[mcp_servers]` cannot be started: an error
+/// that names the feature, rather than tools silently missing.
+#[cfg(not(feature = "mcp-client"))]
+fn no_mcp_servers(manifest: &Manifest) -> Result<(), LoadError> {
+    match manifest.mcp_servers.keys().next() {
+        Some(name) => Err(LoadError::FeatureOff {
+            what: format!("the MCP server `{name}` of [mcp_servers]"),
+            feature: "mcp-client",
+        }),
+        None => Ok(()),
     }
 }
 
@@ -401,5 +430,46 @@ impl Host {
             }),
             _ => Ok(result),
         }
+    }
+}
+
+/// What a build without the optional features says of a manifest that needs one of them.
+#[cfg(all(test, any(not(feature = "oci"), not(feature = "mcp-client"))))]
+mod without_features {
+    use super::*;
+
+    /// The error chain of loading `manifest` (nothing is compiled or started before it fails).
+    async fn failure(manifest: &str) -> String {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, manifest).expect("written");
+        match Host::builder().manifest(&path).build().await {
+            Ok(_) => panic!("the manifest loaded"),
+            Err(error) => crate::error::chain(&error),
+        }
+    }
+
+    #[cfg(not(feature = "oci"))]
+    #[tokio::test]
+    async fn an_oci_component_names_the_oci_feature() {
+        let chain = failure("[components.calc]\npath = \"oci://r.example/tools/calc:1\"\n").await;
+        assert!(
+            chain.contains(
+                "component `calc` (oci://r.example/tools/calc:1) needs toolhost's `oci` feature"
+            ),
+            "{chain}"
+        );
+    }
+
+    #[cfg(not(feature = "mcp-client"))]
+    #[tokio::test]
+    async fn an_mcp_server_names_the_mcp_client_feature() {
+        let chain = failure("[mcp_servers.time]\ncommand = [\"mcp-server-time\"]\n").await;
+        assert!(
+            chain.contains(
+                "the MCP server `time` of [mcp_servers] needs toolhost's `mcp-client` feature"
+            ),
+            "{chain}"
+        );
     }
 }

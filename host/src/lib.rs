@@ -29,6 +29,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Cargo features
+//!
+//! The default features are the whole product; an application that embeds the library can
+//! turn off what it does not use (`default-features = false`), and keeps the engine, the
+//! sandbox, the toolbox, the tool-calling loop and the OpenAI and Anthropic clients:
+//!
+//! - `cli`: the `host` command, with [`check`] and [`scaffold`] (`host check`, `host new`);
+//!   its commands for the features below come with them.
+//! - `mcp-server`: [`mcp::server`], `host mcp`.
+//! - `mcp-client`: [`mcp::client`], MCP servers as a tool source (a manifest's
+//!   `[mcp_servers]`), with OAuth.
+//! - `oci`: [`oci`], components from OCI registries (`oci://`) and their signatures.
+//! - `local-model`: [`llm::local`], the local model the host starts itself (the default
+//!   provider when a manifest names none).
+//!
+//! A manifest that needs a feature the build leaves out (an `oci://` component, an
+//! `[mcp_servers]` entry, the local model) fails to load with an error naming the feature.
+//!
 //! Errors are typed: [`HostError`] when a host cannot be set up, [`LoadError`] when a component
 //! cannot be loaded, [`CallError`] when a call does not produce a result (unknown tool,
 //! invalid arguments, tool failure, denied capability, timeout, memory limit, oversized
@@ -40,6 +58,7 @@ pub mod agent;
 mod arguments;
 mod asking;
 mod caller;
+#[cfg(feature = "cli")]
 pub mod check;
 mod content;
 mod engine;
@@ -49,12 +68,16 @@ mod file;
 mod host;
 pub mod llm;
 mod manifest;
+#[cfg(any(feature = "mcp-client", feature = "mcp-server"))]
 pub mod mcp;
 mod native_tools;
+#[cfg(feature = "oci")]
 pub mod oci;
 mod offers;
+#[cfg(any(feature = "local-model", feature = "mcp-client"))]
 mod process;
 pub mod sandbox;
+#[cfg(feature = "cli")]
 pub mod scaffold;
 pub mod source;
 mod spec;
@@ -73,6 +96,7 @@ pub use engine::bindings::Contract;
 pub use engine::cache::{CompileEvent, CompileSource, default_cache_dir};
 pub use engine::call::CallPhases;
 pub use engine::component::{ComponentConfig, LoadedComponent};
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use engine::fuzzing as engine_fuzzing;
 pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};

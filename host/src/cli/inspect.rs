@@ -56,32 +56,46 @@ pub fn load_summary(component: &LoadedComponent) -> String {
         CompileSource::Cache => "from the compile cache".to_owned(),
         CompileSource::Compiled { took } => format!("compiled in {:.2} s", took.as_secs_f64()),
     };
-    let pulled = match component.pulled() {
-        Some(pulled) => format!(
-            ", {}{}{}",
-            pulled.digest,
-            if pulled.verified {
-                ", signature verified"
-            } else {
-                ""
-            },
-            if pulled.offline {
-                ", from the cache (registry not reached)"
-            } else {
-                ""
-            },
-        ),
-        None => String::new(),
+    format!(
+        "{}, {source}, loaded in {:.0} ms{}",
+        format_bytes(component.size()),
+        component.load_time().as_secs_f64() * 1000.0,
+        pulled_summary(component)
+    )
+}
+
+/// `, DIGEST, signature verified, ...` for a component pulled from a registry; nothing for a
+/// file.
+#[cfg(feature = "oci")]
+fn pulled_summary(component: &LoadedComponent) -> String {
+    let Some(pulled) = component.pulled() else {
+        return String::new();
     };
     format!(
-        "{}, {source}, loaded in {:.0} ms{pulled}",
-        format_bytes(component.size()),
-        component.load_time().as_secs_f64() * 1000.0
+        ", {}{}{}",
+        pulled.digest,
+        if pulled.verified {
+            ", signature verified"
+        } else {
+            ""
+        },
+        if pulled.offline {
+            ", from the cache (registry not reached)"
+        } else {
+            ""
+        },
     )
+}
+
+/// Without the `oci` feature every component is a file.
+#[cfg(not(feature = "oci"))]
+fn pulled_summary(_: &LoadedComponent) -> String {
+    String::new()
 }
 
 /// What was pulled, for a component from an OCI registry, added to its JSON as `oci` (no key
 /// for a file).
+#[cfg(feature = "oci")]
 pub fn add_pulled(component: &LoadedComponent, json: &mut Value) {
     if let (Some(pulled), Some(object)) = (component.pulled(), json.as_object_mut()) {
         object.insert(
@@ -96,6 +110,10 @@ pub fn add_pulled(component: &LoadedComponent, json: &mut Value) {
         );
     }
 }
+
+/// Without the `oci` feature every component is a file: no `oci` key.
+#[cfg(not(feature = "oci"))]
+pub fn add_pulled(_: &LoadedComponent, _: &mut Value) {}
 
 fn to_text(component: &LoadedComponent) -> String {
     let mut out = String::new();

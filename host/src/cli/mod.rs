@@ -1,22 +1,29 @@
 //! The `host` command line: argument definitions and the commands.
 
 mod approve;
+#[cfg(feature = "mcp-client")]
 mod auth;
 mod call;
 mod check;
+#[cfg(feature = "mcp-client")]
 mod conformance;
 mod form;
 mod input;
 mod inspect;
+#[cfg(feature = "oci")]
 mod lock;
+#[cfg(feature = "mcp-server")]
 mod mcp;
 mod new;
 mod output;
 mod progress;
+#[cfg(feature = "oci")]
 mod pull;
+#[cfg(feature = "oci")]
 mod push;
 mod run;
 mod session;
+#[cfg(feature = "oci")]
 mod sign;
 mod tools;
 
@@ -157,6 +164,7 @@ enum Command {
     ///   host mcp example-tools/toolhost.toml --http 127.0.0.1:8080
     ///   host mcp files.wasm --dir ./data::/data --allow-http api.example.com
     #[command(verbatim_doc_comment)]
+    #[cfg(feature = "mcp-server")]
     Mcp(Box<mcp::McpArgs>),
     /// Fetch a component from an OCI registry into the cache, verified against its digest
     /// (and its signature with --key); afterwards it works with the registry stopped
@@ -165,6 +173,7 @@ enum Command {
     ///   host pull oci://registry.example.com/tools/calculator:1
     ///   host pull oci://127.0.0.1:5000/tools/calculator:1 --key keys/acme.pub
     #[command(verbatim_doc_comment)]
+    #[cfg(feature = "oci")]
     Pull(pull::PullArgs),
     /// Upload a component to an OCI registry (CNCF wasm artifact layout: oras and wkg read it)
     ///
@@ -175,10 +184,13 @@ enum Command {
     /// Example:
     ///   host push example-tools/dist/calculator.wasm oci://registry.example.com/tools/calculator:1
     #[command(verbatim_doc_comment)]
+    #[cfg(feature = "oci")]
     Push(push::PushArgs),
     /// Sign a component in a registry the way `cosign sign --key` does
+    #[cfg(feature = "oci")]
     Sign(sign::SignArgs),
     /// Pin every oci:// component of a manifest to its digest, in toolhost.lock beside it
+    #[cfg(feature = "oci")]
     Lock(lock::LockArgs),
     /// Log in to the manifest's MCP servers that ask for authorization (OAuth), see the
     /// logins, log out
@@ -188,10 +200,23 @@ enum Command {
     ///   host auth status -m toolhost.toml
     ///   host auth logout notes -m toolhost.toml
     #[command(verbatim_doc_comment)]
+    #[cfg(feature = "mcp-client")]
     Auth(auth::AuthArgs),
     /// The client under test of the MCP conformance suite's client leg (for the suite)
     #[command(hide = true)]
+    #[cfg(feature = "mcp-client")]
     ConformanceClient(conformance::ConformanceClientArgs),
+}
+
+impl Command {
+    /// Whether this is `host mcp`, which drains on SIGTERM and logs the tools' output.
+    fn is_mcp(&self) -> bool {
+        #[cfg(feature = "mcp-server")]
+        if matches!(self, Command::Mcp(_)) {
+            return true;
+        }
+        false
+    }
 }
 
 /// Runs the command `args` names.
@@ -206,7 +231,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
         ..RuntimeConfig::default()
     })?;
     // `host mcp` drains on SIGTERM itself: calls in flight finish, up to a deadline.
-    let drains_on_sigterm = matches!(args.command, Command::Mcp(_));
+    let drains_on_sigterm = args.command.is_mcp();
     let work = async {
         match args.command {
             Command::Inspect(command) => command.run(&runtime).await,
@@ -216,12 +241,19 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
             Command::New(command) => command.run(),
             Command::Run(command) => command.run(&runtime).await,
             Command::Chat(command) => command.run(&runtime).await,
+            #[cfg(feature = "mcp-server")]
             Command::Mcp(command) => command.run(&runtime).await,
+            #[cfg(feature = "oci")]
             Command::Pull(command) => command.run().await,
+            #[cfg(feature = "oci")]
             Command::Push(command) => command.run().await,
+            #[cfg(feature = "oci")]
             Command::Sign(command) => command.run().await,
+            #[cfg(feature = "oci")]
             Command::Lock(command) => command.run().await,
+            #[cfg(feature = "mcp-client")]
             Command::Auth(command) => command.run().await,
+            #[cfg(feature = "mcp-client")]
             Command::ConformanceClient(command) => command.run(&runtime).await,
         }
     };
@@ -255,7 +287,7 @@ pub fn init_logging(args: &Args) {
     }
     .to_owned();
     // A server has no other place to show the tools' output and rmcp's warnings.
-    if matches!(args.command, Command::Mcp(_)) && args.verbose == 0 {
+    if args.command.is_mcp() && args.verbose == 0 {
         default.push_str(",rmcp=warn,toolhost::tool_output=info");
     }
     // rmcp's OAuth module writes authorization codes and token responses at debug level:

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Value, json};
+#[cfg(feature = "mcp-client")]
 use toolhost::mcp::client::{McpClient, McpTransport};
 use toolhost::units::format_bytes;
-use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource};
+use toolhost::{Catalog, Host, LoadedComponent, Origin, Runtime, ToolSource, Toolbox};
 
 use super::ExitStatus;
 use super::inspect::{add_pulled, load_summary};
@@ -44,10 +45,7 @@ impl ToolsArgs {
                 .components()
                 .map(|c| to_json(c, &offered(c.origin())))
                 .collect();
-            let servers: Vec<Value> = toolbox
-                .mcp_servers()
-                .map(|server| server_json(server, &offered(server.origin())))
-                .collect();
+            let servers = servers_json(toolbox, &offered);
             let native: Vec<Value> = native
                 .iter()
                 .map(|source| {
@@ -75,11 +73,7 @@ impl ToolsArgs {
                 .components()
                 .map(|c| to_text(c, &offered(c.origin())))
                 .collect();
-            text.extend(
-                toolbox
-                    .mcp_servers()
-                    .map(|server| server_text(server, &offered(server.origin()))),
-            );
+            text.extend(servers_text(toolbox, &offered));
             text.extend(native.iter().map(|source| {
                 format!(
                     "{}  native functions of the embedding application, run in its process: \
@@ -111,7 +105,38 @@ fn offered(catalog: &Catalog, origin: &Origin) -> Vec<String> {
         .collect()
 }
 
+/// The toolbox's MCP servers as JSON.
+#[cfg(feature = "mcp-client")]
+fn servers_json(toolbox: &Toolbox, offered: &dyn Fn(&Origin) -> Vec<String>) -> Vec<Value> {
+    toolbox
+        .mcp_servers()
+        .map(|server| server_json(server, &offered(server.origin())))
+        .collect()
+}
+
+/// The toolbox's MCP servers as text.
+#[cfg(feature = "mcp-client")]
+fn servers_text(toolbox: &Toolbox, offered: &dyn Fn(&Origin) -> Vec<String>) -> Vec<String> {
+    toolbox
+        .mcp_servers()
+        .map(|server| server_text(server, &offered(server.origin())))
+        .collect()
+}
+
+/// Without the `mcp-client` feature a toolbox has no MCP servers.
+#[cfg(not(feature = "mcp-client"))]
+fn servers_json(_: &Toolbox, _: &dyn Fn(&Origin) -> Vec<String>) -> Vec<Value> {
+    Vec::new()
+}
+
+/// Without the `mcp-client` feature a toolbox has no MCP servers.
+#[cfg(not(feature = "mcp-client"))]
+fn servers_text(_: &Toolbox, _: &dyn Fn(&Origin) -> Vec<String>) -> Vec<String> {
+    Vec::new()
+}
+
 /// How an MCP server is reached, for people.
+#[cfg(feature = "mcp-client")]
 fn transport_kind(server: &McpClient) -> &'static str {
     match server.config().transport {
         McpTransport::Stdio { .. } => "stdio",
@@ -120,6 +145,7 @@ fn transport_kind(server: &McpClient) -> &'static str {
 }
 
 /// What an MCP server runs as, for the `not sandboxed` line.
+#[cfg(feature = "mcp-client")]
 fn authority(server: &McpClient) -> &'static str {
     match server.config().transport {
         McpTransport::Stdio { .. } => {
@@ -129,6 +155,7 @@ fn authority(server: &McpClient) -> &'static str {
     }
 }
 
+#[cfg(feature = "mcp-client")]
 fn server_text(server: &McpClient, offered: &[String]) -> String {
     let config = server.config();
     let identity = server
@@ -147,6 +174,7 @@ fn server_text(server: &McpClient, offered: &[String]) -> String {
     )
 }
 
+#[cfg(feature = "mcp-client")]
 fn server_json(server: &McpClient, offered: &[String]) -> Value {
     let config = server.config();
     json!({

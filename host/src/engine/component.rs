@@ -22,12 +22,14 @@ use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
 use crate::engine::call;
 use crate::engine::call::CallPhases;
-use crate::engine::component_file::{component_file, content_key_of};
+use crate::engine::component_file::{Pulled, component_file, content_key_of, is_oci};
 use crate::engine::runtime::Runtime;
 use crate::engine::spare_instance::Spare;
 use crate::error::{CallError, LoadError};
 use crate::manifest::Manifest;
+#[cfg(feature = "oci")]
 use crate::oci;
+#[cfg(feature = "oci")]
 use crate::oci::PullPolicy;
 use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 
@@ -53,6 +55,7 @@ pub struct ComponentConfig {
     /// with a warning.
     pub required: bool,
     /// What a pull checks, when `path` is an `oci://` reference.
+    #[cfg(feature = "oci")]
     pub oci: PullPolicy,
 }
 
@@ -61,9 +64,11 @@ impl ComponentConfig {
     /// under its own name, and required.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         let path = path.into();
-        let name = path
-            .to_str()
-            .and_then(oci::short_name)
+        #[cfg(feature = "oci")]
+        let short_name = path.to_str().and_then(oci::short_name);
+        #[cfg(not(feature = "oci"))]
+        let short_name = None;
+        let name = short_name
             .or_else(|| {
                 path.file_stem()
                     .map(|stem| stem.to_string_lossy().into_owned())
@@ -76,6 +81,7 @@ impl ComponentConfig {
             limits: Limits::default(),
             options: SourceOptions::default(),
             required: true,
+            #[cfg(feature = "oci")]
             oci: PullPolicy::default(),
         }
     }
@@ -91,14 +97,14 @@ impl ComponentConfig {
             .map(|(name, entry)| {
                 let mut grants = entry.grants.clone();
                 grants.resolve_paths(&base);
-                let is_oci = entry.path.to_str().is_some_and(oci::is_oci);
                 Self {
                     name: name.clone(),
-                    path: if is_oci {
+                    path: if is_oci(&entry.path) {
                         entry.path.clone()
                     } else {
                         base.join(&entry.path)
                     },
+                    #[cfg(feature = "oci")]
                     oci: oci::policy_for(manifest, entry),
                     grants,
                     limits: entry.limits.apply(defaults),
@@ -136,7 +142,8 @@ pub struct LoadedComponent {
     /// The file its code is read from: `config.path`, or the pulled copy in the store.
     file: PathBuf,
     /// What was pulled, for an `oci://` component.
-    pulled: Option<oci::Pulled>,
+    #[cfg_attr(not(feature = "oci"), allow(dead_code))]
+    pulled: Option<Pulled>,
     load_time: Duration,
     /// The pre-instantiated code, loaded at the first call when the tools came from the cache.
     code: OnceCell<ToolInstancePre>,
@@ -162,7 +169,11 @@ impl LoadedComponent {
     pub async fn load(runtime: &Runtime, config: ComponentConfig) -> Result<Self, LoadError> {
         let started = Instant::now();
         let sandbox = Sandbox::new(&config.name, &config.grants, config.limits)?;
-        let (path, pulled) = component_file(&config.name, &config.path, &config.oci).await?;
+        #[cfg(feature = "oci")]
+        let file = component_file(&config.name, &config.path, &config.oci).await;
+        #[cfg(not(feature = "oci"))]
+        let file = component_file(&config.name, &config.path).await;
+        let (path, pulled) = file?;
         let (key, bytes) = content_key_of(runtime, &path, pulled.as_ref()).await?;
         let origin = Origin::Component {
             name: config.name.clone(),
@@ -249,6 +260,7 @@ impl LoadedComponent {
     }
 
     /// What was pulled, for a component from an OCI registry (its digest, its signature).
+    #[cfg(feature = "oci")]
     pub fn pulled(&self) -> Option<&oci::Pulled> {
         self.pulled.as_ref()
     }

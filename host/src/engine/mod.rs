@@ -22,6 +22,7 @@ pub mod call;
 pub mod component;
 mod component_file;
 pub(crate) mod describe;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub(crate) mod offered;

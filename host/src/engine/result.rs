@@ -17,6 +17,7 @@ use crate::error::CallError;
 use crate::sandbox::Limits;
 
 /// The beginnings of the messages of a result that breaks its tool's output schema (below).
+#[cfg(feature = "cli")]
 const OUTPUT_SCHEMA_FAILURES: [&str; 3] = [
     "its structured content is not JSON",
     "it declares an output schema, but",
@@ -25,6 +26,7 @@ const OUTPUT_SCHEMA_FAILURES: [&str; 3] = [
 
 /// Whether a tool failure's `message` is the host's verdict that the result broke the tool's
 /// output schema (rather than the tool's own failure): for `host check`.
+#[cfg(feature = "cli")]
 pub(crate) fn breaks_output_schema(message: &str) -> bool {
     OUTPUT_SCHEMA_FAILURES
         .iter()
@@ -432,9 +434,12 @@ mod tests {
         let not_json = failure(check("t", result(vec![], Some("{")), &limits, None));
         assert!(not_json.contains("not JSON"), "{not_json}");
         // `host check` tells these from the tool's own failures.
-        for message in [&wrong, &missing, &not_json] {
-            assert!(breaks_output_schema(message), "{message}");
+        #[cfg(feature = "cli")]
+        {
+            for message in [&wrong, &missing, &not_json] {
+                assert!(breaks_output_schema(message), "{message}");
+            }
+            assert!(!breaks_output_schema("the city was not found"));
         }
-        assert!(!breaks_output_schema("the city was not found"));
     }
 }

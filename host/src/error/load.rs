@@ -152,6 +152,19 @@ pub enum LoadError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// What the manifest (or the application) asks for needs a cargo feature this build of
+    /// the library leaves out: an `oci://` component needs `oci`, an MCP server `mcp-client`.
+    #[error(
+        "{what} needs toolhost's `{feature}` feature, which this build leaves out; build \
+         toolhost with it (`features = [\"{feature}\"]`, or the default features)"
+    )]
+    FeatureOff {
+        /// What needs it, as the manifest names it.
+        what: String,
+        /// The cargo feature.
+        feature: &'static str,
+    },
+
     /// A tool source other than a component could not be started or listed.
     #[error("{origin} could not be loaded")]
     Source {

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+#[cfg(feature = "local-model")]
 use super::local::{LocalModel, LocalServer, LocalServerConfig};
 use super::{AnthropicProvider, ApiKey, HttpOptions, OpenAiProvider, Provider, ProviderError};
 use crate::manifest::model::{LocalFormat, ModelSection, ProviderKind};
@@ -170,27 +171,46 @@ impl ModelConfig {
                 let name = self.name.as_deref().unwrap_or("claude-sonnet-4-5");
                 Ok(Arc::new(AnthropicProvider::new(base, name, key, options)?))
             }
-            ProviderKind::Local => {
-                let server = LocalServer::start(&LocalServerConfig::default()).await?;
-                let name = self.name.as_deref().unwrap_or(super::local::MODEL_NAME);
-                let format = self.format.unwrap_or_default();
-                let provider: Arc<dyn Provider> = match format {
-                    LocalFormat::OpenAi => Arc::new(OpenAiProvider::new(
-                        &format!("{}/v1", server.base_url()),
-                        name,
-                        None,
-                        options,
-                    )?),
-                    LocalFormat::Anthropic => Arc::new(AnthropicProvider::new(
-                        server.base_url(),
-                        name,
-                        None,
-                        options,
-                    )?),
-                };
-                Ok(Arc::new(LocalModel::new(server, provider, format)))
-            }
+            ProviderKind::Local => self.connect_local(options).await,
         }
+    }
+
+    /// Starts the local model's server and connects to it.
+    #[cfg(feature = "local-model")]
+    async fn connect_local(
+        &self,
+        options: HttpOptions,
+    ) -> Result<Arc<dyn Provider>, ProviderError> {
+        let server = LocalServer::start(&LocalServerConfig::default()).await?;
+        let name = self.name.as_deref().unwrap_or(super::local::MODEL_NAME);
+        let format = self.format.unwrap_or_default();
+        let provider: Arc<dyn Provider> = match format {
+            LocalFormat::OpenAi => Arc::new(OpenAiProvider::new(
+                &format!("{}/v1", server.base_url()),
+                name,
+                None,
+                options,
+            )?),
+            LocalFormat::Anthropic => Arc::new(AnthropicProvider::new(
+                server.base_url(),
+                name,
+                None,
+                options,
+            )?),
+        };
+        Ok(Arc::new(LocalModel::new(server, provider, format)))
+    }
+
+    /// This build has no local model (the `local-model` feature): the local provider, which
+    /// is also the default one, is an error that says what to do.
+    #[cfg(not(feature = "local-model"))]
+    async fn connect_local(&self, _: HttpOptions) -> Result<Arc<dyn Provider>, ProviderError> {
+        Err(ProviderError::Local {
+            message: "this build of toolhost leaves out the local model (its `local-model` \
+                      feature); build toolhost with it, or name another provider: \
+                      [model] provider = \"openai\" or \"anthropic\" in the manifest"
+                .to_owned(),
+        })
     }
 }
 
@@ -289,6 +309,19 @@ mod tests {
             600,
             "a stalled stream names it too"
         );
+    }
+
+    #[cfg(not(feature = "local-model"))]
+    #[tokio::test]
+    async fn without_the_local_model_the_default_provider_names_its_feature() {
+        let error = ModelConfig::default()
+            .connect()
+            .await
+            .err()
+            .expect("no local model");
+        let text = error.to_string();
+        assert!(text.contains("its `local-model` feature"), "{text}");
+        assert!(text.contains("provider = \"openai\""), "{text}");
     }
 
     #[tokio::test]

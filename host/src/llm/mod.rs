@@ -9,10 +9,12 @@
 mod anthropic;
 mod config;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod http;
 mod json_in_text;
+#[cfg(feature = "local-model")]
 pub mod local;
 mod openai;
 mod rules;

@@ -184,6 +184,7 @@ fn approval_error_and_audit_settings_are_read() {
     );
 }
 
+#[cfg(feature = "mcp-client")]
 #[test]
 fn mcp_servers_take_the_manifest_limits_as_defaults() {
     let text = r#"
@@ -280,6 +281,7 @@ fn a_missing_manifest_says_where_to_find_one() {
     assert!(error.to_string().contains("example-tools/toolhost.toml"));
 }
 
+#[cfg(feature = "oci")]
 #[test]
 fn a_keyless_verify_is_refused_with_why_and_a_key_is_read() {
     let keyless = "[components.calc]\npath = \"oci://r.example/calc:1\"\n\

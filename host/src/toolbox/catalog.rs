@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::arguments::Arguments;
 use crate::engine::component::LoadedComponent;
 use crate::error::{CallError, LoadError};
+#[cfg(feature = "mcp-client")]
 use crate::mcp::client::McpClient;
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::{ToolSpec, is_valid_tool_name};
@@ -20,6 +21,7 @@ pub(super) struct Slot {
     pub(super) source: Arc<dyn ToolSource>,
     pub(super) options: SourceOptions,
     pub(super) component: Option<Arc<LoadedComponent>>,
+    #[cfg(feature = "mcp-client")]
     pub(super) mcp: Option<Arc<McpClient>>,
 }
 

@@ -9,13 +9,16 @@ use crate::arguments::{Arguments, ArgumentsError};
 use crate::engine::component::{ComponentConfig, LoadedComponent};
 use crate::engine::runtime::Runtime;
 use crate::error::{CallError, LoadError};
-use crate::mcp::client::{McpClient, McpServerConfig};
+#[cfg(feature = "mcp-client")]
+use crate::mcp::client::McpServerConfig;
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
 
 mod catalog;
 mod changes;
+#[cfg(feature = "mcp-client")]
+mod mcp_servers;
 mod offers;
 
 pub use catalog::Catalog;
@@ -60,6 +63,7 @@ pub struct SkippedSource {
 pub struct ToolboxBuilder {
     runtime: Runtime,
     components: Vec<ComponentConfig>,
+    #[cfg(feature = "mcp-client")]
     mcp_servers: Vec<McpServerConfig>,
     sources: Vec<(Arc<dyn ToolSource>, SourceOptions)>,
 }
@@ -77,18 +81,6 @@ impl ToolboxBuilder {
         self
     }
 
-    /// Adds an MCP server to start (or connect to).
-    pub fn mcp_server(mut self, config: McpServerConfig) -> Self {
-        self.mcp_servers.push(config);
-        self
-    }
-
-    /// Adds MCP servers to start.
-    pub fn mcp_servers(mut self, configs: impl IntoIterator<Item = McpServerConfig>) -> Self {
-        self.mcp_servers.extend(configs);
-        self
-    }
-
     /// Adds a source of tools (its tools are offered as `options` say).
     pub fn source(mut self, source: Arc<dyn ToolSource>, options: SourceOptions) -> Self {
         self.sources.push((source, options));
@@ -102,12 +94,8 @@ impl ToolboxBuilder {
     /// name; a component or server that is not required and fails is left out, with a
     /// warning naming it and why.
     pub async fn build(self) -> Result<Toolbox, LoadError> {
-        let mcp_loads = self.mcp_servers.into_iter().map(|config| async move {
-            let name = config.name.clone();
-            let required = config.required;
-            let options = config.options.clone();
-            (name, required, options, McpClient::connect(config).await)
-        });
+        #[cfg(feature = "mcp-client")]
+        let mcp_loads = mcp_servers::start(self.mcp_servers);
         let loads = self.components.into_iter().map(|config| {
             let runtime = self.runtime.clone();
             async move {
@@ -122,11 +110,11 @@ impl ToolboxBuilder {
                 )
             }
         });
-        let (loaded_components, loaded_servers) = futures::future::join(
-            futures::future::join_all(loads),
-            futures::future::join_all(mcp_loads),
-        )
-        .await;
+        #[cfg(feature = "mcp-client")]
+        let (loaded_components, loaded_servers) =
+            futures::future::join(futures::future::join_all(loads), mcp_loads).await;
+        #[cfg(not(feature = "mcp-client"))]
+        let loaded_components = futures::future::join_all(loads).await;
         let mut slots = Vec::new();
         let mut skipped = Vec::new();
         for (name, required, options, loaded) in loaded_components {
@@ -144,31 +132,17 @@ impl ToolboxBuilder {
                 source: component.clone(),
                 options,
                 component: Some(component),
+                #[cfg(feature = "mcp-client")]
                 mcp: None,
             });
         }
-        for (name, required, options, loaded) in loaded_servers {
-            let Some(server) = kept(name, required, loaded, &mut skipped, |name, error| {
-                tracing::warn!(
-                    mcp_server = %name,
-                    "left out (not required) because it failed to start: {error}"
-                );
-            })?
-            else {
-                continue;
-            };
-            let server = Arc::new(server);
-            slots.push(Slot {
-                source: server.clone(),
-                options,
-                component: None,
-                mcp: Some(server),
-            });
-        }
+        #[cfg(feature = "mcp-client")]
+        mcp_servers::add_slots(loaded_servers, &mut slots, &mut skipped)?;
         slots.extend(self.sources.into_iter().map(|(source, options)| Slot {
             source,
             options,
             component: None,
+            #[cfg(feature = "mcp-client")]
             mcp: None,
         }));
         let catalog = Catalog::build(&slots, None)?;
@@ -206,6 +180,7 @@ impl Toolbox {
         ToolboxBuilder {
             runtime: runtime.clone(),
             components: Vec::new(),
+            #[cfg(feature = "mcp-client")]
             mcp_servers: Vec::new(),
             sources: Vec::new(),
         }
@@ -288,11 +263,6 @@ impl Toolbox {
     /// The loaded components, in load order.
     pub fn components(&self) -> impl Iterator<Item = &Arc<LoadedComponent>> {
         self.slots.iter().filter_map(|slot| slot.component.as_ref())
-    }
-
-    /// The MCP servers it started from its configs (not those added as sources), in order.
-    pub fn mcp_servers(&self) -> impl Iterator<Item = &Arc<McpClient>> {
-        self.slots.iter().filter_map(|slot| slot.mcp.as_ref())
     }
 
     /// Every source, in order.

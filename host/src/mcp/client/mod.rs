@@ -45,6 +45,7 @@
 pub mod auth;
 mod config;
 mod connection;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;

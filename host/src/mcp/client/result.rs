@@ -173,40 +173,6 @@ fn content_kind(value: &impl serde::Serialize) -> String {
         .unwrap_or_else(|| "an unknown kind".to_owned())
 }
 
-/// A part of a toolhost result as an MCP content block.
-pub(crate) fn block(part: ContentPart) -> ContentBlock {
-    match part {
-        ContentPart::Text { text } => ContentBlock::text(text),
-        ContentPart::Image(image) => ContentBlock::image(image.data, image.mime_type),
-        ContentPart::Audio(audio) => {
-            ContentBlock::Audio(rmcp::model::AudioContent::new(audio.data, audio.mime_type))
-        }
-        ContentPart::ResourceLink(link) => {
-            let mut resource = rmcp::model::Resource::new(link.uri, link.name);
-            resource.description = link.description;
-            resource.mime_type = link.mime_type;
-            ContentBlock::resource_link(resource)
-        }
-        ContentPart::Resource(resource) => {
-            let contents = match (resource.text, resource.blob) {
-                (Some(text), _) => ResourceContents::TextResourceContents {
-                    uri: resource.uri,
-                    mime_type: resource.mime_type,
-                    text,
-                    meta: None,
-                },
-                (None, blob) => ResourceContents::BlobResourceContents {
-                    uri: resource.uri,
-                    mime_type: resource.mime_type,
-                    blob: blob.unwrap_or_default(),
-                    meta: None,
-                },
-            };
-            ContentBlock::Resource(rmcp::model::EmbeddedResource::new(contents))
-        }
-    }
-}
-
 /// A `tools/call` result: its text for the model, its `structuredContent`, every part as the
 /// server gave it (images also go to models that take them); an `isError` result is a
 /// [`CallError::ToolFailed`] with its text. Everything together must fit in `max_result`
@@ -321,13 +287,22 @@ mod tests {
             }]
         );
         // Every part is kept, in order, to be served again as it came.
-        assert_eq!(output.content.len(), 3);
         assert_eq!(
-            output.content.into_iter().map(block).collect::<Vec<_>>(),
+            output.content,
             vec![
-                ContentBlock::text("Here it is:"),
-                ContentBlock::image("aGVsbG8=", "image/png"),
-                ContentBlock::resource_link(Resource::new("file:///a.txt", "a.txt")),
+                ContentPart::Text {
+                    text: "Here it is:".into()
+                },
+                ContentPart::Image(Media {
+                    mime_type: "image/png".into(),
+                    data: "aGVsbG8=".into()
+                }),
+                ContentPart::ResourceLink(ResourceLink {
+                    uri: "file:///a.txt".into(),
+                    name: "a.txt".into(),
+                    description: None,
+                    mime_type: None,
+                }),
             ]
         );
     }

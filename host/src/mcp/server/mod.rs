@@ -42,6 +42,7 @@
 mod asking;
 mod calls;
 mod changes;
+mod content;
 mod direct;
 mod disconnect;
 mod http;

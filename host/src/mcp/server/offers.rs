@@ -17,8 +17,8 @@ use serde_json::Value;
 
 use super::McpServer;
 use super::asking::{Asking, Ended, Kind, Round};
+use super::content;
 use crate::host::Host;
-use crate::mcp::client::result;
 use crate::offers::{FilledPrompt, OfferError, Offers, PromptInput, PromptOutcome, Role};
 
 /// `capabilities` with resources, prompts and completion added for what `offers` has.
@@ -127,7 +127,7 @@ pub(super) async fn read(
         .into_iter()
         .map(|c| {
             let part = crate::content::ContentPart::Resource(c);
-            match result::block(part) {
+            match content::block(part) {
                 rmcp::model::ContentBlock::Resource(embedded) => embedded.resource,
                 // A resource part is always a resource block.
                 _ => unreachable!("a resource part became another block"),
@@ -218,7 +218,7 @@ fn filled_result(filled: FilledPrompt) -> GetPromptResult {
                 Role::User => rmcp::model::Role::User,
                 Role::Assistant => rmcp::model::Role::Assistant,
             };
-            PromptMessage::new(role, result::block(message.content))
+            PromptMessage::new(role, content::block(message.content))
         })
         .collect();
     let mut result = GetPromptResult::new(messages);

@@ -7,9 +7,9 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
+use super::content;
 use crate::content::ContentPart;
 use crate::host::Host;
-use crate::mcp::client::result;
 use crate::offers::Offers;
 use crate::source::ToolOutput;
 use crate::toolbox::Catalog;
@@ -114,7 +114,7 @@ impl Served {
             return self.text_result(tool, output.text, output.structured);
         }
         let mut result =
-            CallToolResult::success(output.content.into_iter().map(result::block).collect());
+            CallToolResult::success(output.content.into_iter().map(content::block).collect());
         result.structured_content = match (self.outputs.get(tool), output.structured) {
             (Some(declared), Some(value)) => Some(conforming(declared, value)?),
             (Some(_), None) => {
