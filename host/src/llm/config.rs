@@ -317,8 +317,7 @@ mod tests {
         let error = ModelConfig::default()
             .connect()
             .await
-            .err()
-            .expect("no local model");
+            .expect_err("no local model");
         let text = error.to_string();
         assert!(text.contains("its `local-model` feature"), "{text}");
         assert!(text.contains("provider = \"openai\""), "{text}");
