@@ -1,11 +1,13 @@
 //! What one model answer may cost: a turn of thousands of calls reads the arguments of only
-//! those that may run.
+//! those that may run, and a streamed answer is bounded as a whole, as an answer that is not
+//! streamed is.
 
 use serde_json::json;
-use toolhost::agent::{AgentOptions, RunOptions};
-use toolhost_tests::model::{Call, Format, Turn, call, text};
+use toolhost::agent::{Agent, AgentError, AgentOptions, RunOptions};
+use toolhost::llm::{HttpOptions, ProviderError};
+use toolhost_tests::model::{Call, Format, ScriptedModel, Turn, call, text};
 
-use super::{ask, scripted};
+use super::{ask, http_options, provider, scripted, toolbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_calls_of_a_huge_turn_past_the_limit_are_refused_without_reading_them() {
@@ -61,4 +63,69 @@ async fn the_calls_of_a_huge_turn_past_the_limit_are_refused_without_reading_the
     );
     let results = messages.iter().filter(|m| m["role"] == "tool").count();
     assert_eq!(results, CALLS, "every call gets a result");
+}
+
+/// An event stream of one tool call whose arguments come in `pieces` events of 1 MiB each.
+fn arguments_in_pieces(pieces: usize) -> Vec<u8> {
+    let chunk = |delta: serde_json::Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+        )
+    };
+    let arguments =
+        |text: &str| json!({"tool_calls": [{"index": 0, "function": {"arguments": text}}]});
+    let mut body = chunk(
+        json!({"tool_calls": [{"index": 0, "id": "a", "type": "function",
+        "function": {"name": "add", "arguments": "{\"a\": \""}}]}),
+    );
+    let piece = "x".repeat(1 << 20);
+    for _ in 0..pieces {
+        body.push_str(&chunk(arguments(&piece)));
+    }
+    body.push_str(&chunk(arguments("\", \"b\": 1}")));
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_is_bounded_as_a_whole_like_one_that_is_not_streamed() {
+    let limit = 4 << 20;
+    let turns = vec![Turn::Raw {
+        content_type: "text/event-stream".into(),
+        body: arguments_in_pieces(6),
+    }];
+    let model = ScriptedModel::start(Format::OpenAi, turns).await;
+    let options = HttpOptions {
+        max_answer_size: limit,
+        max_retries: 0,
+        ..http_options()
+    };
+    let agent = Agent::new(
+        provider(Format::OpenAi, &model.base_url(), options),
+        toolbox().await,
+        AgentOptions {
+            stream: true,
+            ..AgentOptions::default()
+        },
+    );
+    let (result, _) = ask(&agent, "add", &RunOptions::default()).await;
+    let error = match result {
+        Err(AgentError::Provider(error)) => error,
+        other => panic!("expected the answer to be refused as too large, got {other:?}"),
+    };
+    assert!(
+        matches!(
+            error,
+            ProviderError::TooLarge { what: "a streamed answer", limit: l, .. } if l == limit
+        ),
+        "{error}"
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("sent a streamed answer larger than 4 MiB"),
+        "{error}"
+    );
+    assert_eq!(model.requests().len(), 1, "refused, not retried");
 }
