@@ -47,6 +47,7 @@ mod english;
 mod error;
 mod file;
 mod host;
+mod lines;
 pub mod llm;
 mod manifest;
 pub mod mcp;

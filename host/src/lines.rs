@@ -1,67 +1,117 @@
-//! Reading a stdio server's output line by line with a bound: a line longer than the bound is
+//! Reading newline-delimited JSON with a bound, as both ends of MCP over stdio do (the client
+//! reads a server's stdout, the server its client's stdin): a line longer than the bound is
 //! read to its end and thrown away, and what is kept of it is its size and its JSON-RPC `id`,
-//! so the request it answered can be failed at once instead of waiting for a timeout.
+//! so that the request it was (or answered) is answered at once instead of waiting for a
+//! timeout.
+//!
+//! Written here rather than taken from a crate: `tokio_util`'s `LinesCodec` with a maximum
+//! length discards an oversized line without looking into it, and finding the `id` of a line
+//! that is not kept needs the small scanner below.
+
+use std::io;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-/// One line of output.
+/// What [`LineReader::next`] read.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Line {
-    /// A whole line (without its `\n`) within the bound.
-    Whole(Vec<u8>),
+pub(crate) enum Line {
+    /// A whole line within the bound: [`LineReader::line`] holds it (without its `\n`).
+    Whole,
     /// A line over the bound: its size, and the top-level `"id"` of the JSON object it held
     /// (raw JSON text), when it had one.
     Oversized { size: usize, id: Option<Vec<u8>> },
 }
 
-/// Reads the next line of `reader`, keeping at most `max` bytes of it. `None` at the end.
-pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buffer: &mut Vec<u8>,
+/// Reads lines of at most a bound, one after the other. Cancel-safe: what was read of a line
+/// stays here, and the next call goes on with it (rmcp may drop a read to send something).
+#[derive(Debug)]
+pub(crate) struct LineReader {
+    /// The line read so far, within the bound.
+    line: Vec<u8>,
+    /// The line being read is over the bound: its size so far, and its `id` looked for.
+    oversized: Option<(usize, IdScanner)>,
+    /// The last call returned a line: the next one begins another.
+    returned: bool,
     max: usize,
-) -> std::io::Result<Option<Line>> {
-    buffer.clear();
-    let mut scan: Option<IdScanner> = None;
-    let mut size = 0usize;
-    loop {
-        let chunk = reader.fill_buf().await?;
-        if chunk.is_empty() {
-            // The end: a last line without `\n` still counts.
-            return Ok(match scan {
-                Some(scan) => Some(Line::Oversized {
-                    size,
-                    id: scan.into_id(),
-                }),
-                None if buffer.is_empty() => None,
-                None => Some(Line::Whole(std::mem::take(buffer))),
-            });
+}
+
+impl LineReader {
+    /// A reader of lines of at most `max` bytes.
+    pub(crate) fn new(max: usize) -> Self {
+        Self {
+            line: Vec::new(),
+            oversized: None,
+            returned: false,
+            max,
         }
-        let (part, done) = match memchr::memchr(b'\n', chunk) {
-            Some(at) => (&chunk[..at], true),
-            None => (chunk, false),
-        };
-        size += part.len();
-        match &mut scan {
-            Some(scan) => scan.feed(part),
-            None if buffer.len() + part.len() <= max => buffer.extend_from_slice(part),
-            None => {
-                let mut scanner = IdScanner::default();
-                scanner.feed(buffer);
-                scanner.feed(part);
-                buffer.clear();
-                scan = Some(scanner);
+    }
+
+    /// The bound.
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The whole line [`next`](Self::next) returned last.
+    pub(crate) fn line(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// Reads the next line of `reader`; `None` at the end (a last line without `\n` still
+    /// counts).
+    pub(crate) async fn next<R: AsyncBufRead + Unpin>(
+        &mut self,
+        reader: &mut R,
+    ) -> io::Result<Option<Line>> {
+        if std::mem::take(&mut self.returned) {
+            // Keeps the allocation for the next line.
+            self.line.clear();
+        }
+        loop {
+            let chunk = reader.fill_buf().await?;
+            if chunk.is_empty() {
+                if self.oversized.is_none() && self.line.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some(self.end()));
+            }
+            let (part, done) = match memchr::memchr(b'\n', chunk) {
+                Some(at) => (&chunk[..at], true),
+                None => (chunk, false),
+            };
+            match &mut self.oversized {
+                Some((size, scanner)) => {
+                    *size += part.len();
+                    scanner.feed(part);
+                }
+                None if self.line.len() + part.len() <= self.max => {
+                    self.line.extend_from_slice(part);
+                }
+                None => {
+                    let mut scanner = IdScanner::default();
+                    scanner.feed(&self.line);
+                    scanner.feed(part);
+                    self.oversized = Some((self.line.len() + part.len(), scanner));
+                    // What was kept of it is let go, not only emptied.
+                    self.line = Vec::new();
+                }
+            }
+            let used = part.len() + usize::from(done);
+            reader.consume(used);
+            if done {
+                return Ok(Some(self.end()));
             }
         }
-        let used = part.len() + usize::from(done);
-        reader.consume(used);
-        if done {
-            return Ok(Some(match scan {
-                Some(scan) => Line::Oversized {
-                    size,
-                    id: scan.into_id(),
-                },
-                None => Line::Whole(std::mem::take(buffer)),
-            }));
+    }
+
+    /// The line read is complete.
+    fn end(&mut self) -> Line {
+        self.returned = true;
+        match self.oversized.take() {
+            Some((size, scanner)) => Line::Oversized {
+                size,
+                id: scanner.into_id(),
+            },
+            None => Line::Whole,
         }
     }
 }
@@ -220,6 +270,11 @@ mod tests {
         assert_eq!(id_of("not json at all"), None);
     }
 
+    /// A reader that gives `text` `step` bytes at a time.
+    fn pieces(text: &str, step: usize) -> tokio::io::BufReader<&[u8]> {
+        tokio::io::BufReader::with_capacity(step, text.as_bytes())
+    }
+
     #[tokio::test]
     async fn long_lines_are_measured_not_kept() {
         let text = format!(
@@ -227,29 +282,59 @@ mod tests {
             "x".repeat(100),
             "y".repeat(50)
         );
-        let mut reader = tokio::io::BufReader::with_capacity(16, text.as_bytes());
-        let mut buffer = Vec::new();
-        let mut lines = Vec::new();
-        while let Some(line) = next_line(&mut reader, &mut buffer, 20)
-            .await
-            .unwrap_or(None)
-        {
-            lines.push(line);
+        let mut reader = pieces(&text, 16);
+        let mut lines = LineReader::new(20);
+        let mut read = Vec::new();
+        while let Some(line) = lines.next(&mut reader).await.unwrap_or(None) {
+            let whole = (line == Line::Whole).then(|| lines.line().to_vec());
+            read.push((line, whole));
         }
         assert_eq!(
-            lines,
+            read,
             vec![
-                Line::Oversized {
-                    size: 120,
-                    id: Some(b"1".to_vec())
-                },
-                Line::Whole(b"short".to_vec()),
-                Line::Oversized {
-                    size: 70,
-                    id: Some(b"2".to_vec())
-                },
+                (
+                    Line::Oversized {
+                        size: 120,
+                        id: Some(b"1".to_vec())
+                    },
+                    None
+                ),
+                (Line::Whole, Some(b"short".to_vec())),
+                (
+                    Line::Oversized {
+                        size: 70,
+                        id: Some(b"2".to_vec())
+                    },
+                    None
+                ),
             ]
         );
-        assert!(buffer.capacity() < 64, "never grew past the bound");
+        assert!(lines.line.capacity() < 64, "never grew past the bound");
+    }
+
+    #[tokio::test]
+    async fn a_read_dropped_halfway_goes_on_where_it_stopped() {
+        // A reader that is never ready again after its first bytes: the read is dropped
+        // there, and a later read (of the rest) finishes the line.
+        let (mut writer, pipe) = tokio::io::duplex(64);
+        let mut reader = tokio::io::BufReader::new(pipe);
+        let mut lines = LineReader::new(100);
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"{\"id\":")
+            .await
+            .unwrap();
+        let first = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            lines.next(&mut reader),
+        );
+        assert!(first.await.is_err(), "no whole line yet");
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"3}\nnext\n")
+            .await
+            .unwrap();
+        assert_eq!(lines.next(&mut reader).await.unwrap(), Some(Line::Whole));
+        assert_eq!(lines.line(), b"{\"id\":3}");
+        assert_eq!(lines.next(&mut reader).await.unwrap(), Some(Line::Whole));
+        assert_eq!(lines.line(), b"next");
+        drop(writer);
+        assert_eq!(lines.next(&mut reader).await.unwrap(), None);
     }
 }
