@@ -274,12 +274,10 @@ where
     /// is that of one in flight: it is answered with an error here, not served.
     fn see(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
         match message {
-            JsonRpcMessage::Request(request) => {
-                if !self.output.owe(&request.id) {
-                    tracing::warn!(id = %request.id, "refused a request: its id is in flight");
-                    self.refuse(&Refused::id_in_flight(&request.id));
-                    return false;
-                }
+            JsonRpcMessage::Request(request) if !self.output.owe(&request.id) => {
+                tracing::warn!(id = %request.id, "refused a request: its id is in flight");
+                self.refuse(&Refused::id_in_flight(&request.id));
+                return false;
             }
             JsonRpcMessage::Notification(JsonRpcNotification {
                 notification: ClientNotification::CancelledNotification(cancelled),
