@@ -261,10 +261,6 @@ impl HttpClient {
                 }
                 Ok(Ok(Some(chunk))) => chunk,
             };
-            received = received.saturating_add(chunk.len());
-            if received > self.options.max_answer_size {
-                return Err(self.too_large("a streamed answer"));
-            }
             for event in parser.feed(&chunk).map_err(|e| self.protocol(e))? {
                 match on_event(event)? {
                     Flow::Done => return Ok(()),
@@ -274,6 +270,10 @@ impl HttpClient {
             }
             if parser.pending() > self.options.max_answer_size {
                 return Err(self.too_large("a stream event"));
+            }
+            received = received.saturating_add(chunk.len());
+            if received > self.options.max_answer_size {
+                return Err(self.too_large("a streamed answer"));
             }
         }
     }
