@@ -138,3 +138,27 @@ async fn http_answers_every_body_as_stdio_does_never_with_a_bare_415() {
     assert_eq!(response.status(), 202);
     assert_eq!(response.text().await.unwrap(), "");
 }
+
+#[tokio::test]
+async fn http_sessions_that_expired_take_no_room_from_new_ones() {
+    // The cap counts the sessions kept: once two have expired, two more fit.
+    let server = HttpServer::start(
+        &[
+            CALCULATOR,
+            "--max-sessions",
+            "2",
+            "--session-idle-timeout",
+            "1s",
+        ],
+        &[],
+    )
+    .await;
+    for round in 0..3 {
+        for _ in 0..2 {
+            let mut client = server.client().await;
+            let answer = client.call("add", json!({ "a": 1, "b": 2 })).await;
+            assert_eq!(text(&answer), r#"{"result":3.0}"#, "round {round}");
+        }
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+}
