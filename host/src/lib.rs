@@ -66,6 +66,7 @@ mod english;
 mod error;
 mod file;
 mod host;
+mod lines;
 pub mod llm;
 mod manifest;
 #[cfg(any(feature = "mcp-client", feature = "mcp-server"))]

@@ -293,7 +293,8 @@ async fn message_within(server: &mut StdioServer, wait: Duration) -> Option<Valu
 #[tokio::test]
 async fn stdio_a_request_id_that_is_not_an_integer_or_string_is_answered_invalid_request() {
     let mut server = StdioServer::start(&[CALCULATOR]).await;
-    for id in ["18446744073709551615", "1.5", "true", "{}", "[1]"] {
+    // (An integer past the signed 64-bit range is echoed: see `bounds`.)
+    for id in ["1.5", "true", "{}", "[1]"] {
         let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         server.write_line(line.as_bytes()).await;
         let answer = message_within(&mut server, Duration::from_secs(10))

@@ -220,7 +220,8 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
     let answer = server.request("no/such/method", json!({})).await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
 
-    // A message over the limit is answered and skipped, not kept.
+    // A message over the limit is answered (with its id, found as it is skipped) and
+    // skipped, not kept.
     let huge = json!({
         "jsonrpc": "2.0", "id": 42, "method": "tools/call",
         "params": { "name": "add", "arguments": { "a": 1, "b": 2, "pad": "x".repeat(1 << 20) } },
@@ -228,6 +229,7 @@ async fn bad_input_gets_an_error_and_the_server_keeps_serving() {
     server.send(&huge).await;
     let answer = server.next_message().await.unwrap();
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], 42, "{answer}");
     assert!(
         answer["error"]["message"]
             .as_str()

@@ -9,6 +9,7 @@ mod approval;
 mod approve_cli;
 mod asking;
 mod audit;
+mod bounds;
 mod captured;
 mod cli;
 mod eval;

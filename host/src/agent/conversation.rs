@@ -1,7 +1,7 @@
 //! A conversation: its messages, the bookkeeping that keeps tool calls and results paired,
 //! a run paused for approval, and the versioned JSON form that saves all of it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -265,25 +265,38 @@ impl Conversation {
         result: Result<String, String>,
         images: Vec<Media>,
     ) -> Result<(), AgentError> {
-        let name = self
+        self.submit_all([(call_id.to_owned(), result, images)])
+    }
+
+    /// Submits the results of several pending calls, in the order given, each as
+    /// [`submit_with_images`](Self::submit_with_images) does: the pending calls are looked up
+    /// once for all of them, so a turn of many calls costs time in proportion to its size
+    /// (one submit per call would look them up again each time).
+    pub(crate) fn submit_all(
+        &mut self,
+        results: impl IntoIterator<Item = (String, Result<String, String>, Vec<Media>)>,
+    ) -> Result<(), AgentError> {
+        let mut pending: HashMap<String, String> = self
             .pending_calls()
             .into_iter()
-            .find(|call| call.id == call_id)
-            .map(|call| call.name.clone())
-            .ok_or_else(|| AgentError::NoSuchPendingCall {
-                id: call_id.to_owned(),
-            })?;
-        let (content, is_error) = match result {
-            Ok(content) => (content, false),
-            Err(message) => (message, true),
-        };
-        self.messages.push(Message::ToolResult {
-            call_id: call_id.to_owned(),
-            name,
-            content,
-            is_error,
-            images,
-        });
+            .map(|call| (call.id.clone(), call.name.clone()))
+            .collect();
+        for (call_id, result, images) in results {
+            let Some(name) = pending.remove(&call_id) else {
+                return Err(AgentError::NoSuchPendingCall { id: call_id });
+            };
+            let (content, is_error) = match result {
+                Ok(content) => (content, false),
+                Err(message) => (message, true),
+            };
+            self.messages.push(Message::ToolResult {
+                call_id,
+                name,
+                content,
+                is_error,
+                images,
+            });
+        }
         Ok(())
     }
 
@@ -294,11 +307,13 @@ impl Conversation {
         if self.run.is_some() {
             return;
         }
-        let open: Vec<String> = self.pending_calls().iter().map(|c| c.id.clone()).collect();
-        for id in open {
-            // The id was just listed as pending.
-            let _ = self.submit(&id, Err(message.to_owned()));
-        }
+        let open: Vec<_> = self
+            .pending_calls()
+            .iter()
+            .map(|c| (c.id.clone(), Err(message.to_owned()), Vec::new()))
+            .collect();
+        // The ids were just listed as pending.
+        let _ = self.submit_all(open);
     }
 
     /// Checks that every tool call has its result, as every provider requires before the
@@ -316,28 +331,36 @@ impl Conversation {
     /// The calls of the last model turn still without a result, after checking that every
     /// earlier call has one and every result answers a call.
     fn open_calls(&self) -> Result<Vec<&ToolCall>, AgentError> {
-        let mut open: Vec<&ToolCall> = Vec::new();
+        // The calls of the last model turn, and the ids of those without a result (a set,
+        // so that a turn of many calls is checked in time proportional to its size).
+        let mut calls: &[ToolCall] = &[];
+        let mut open: HashSet<&str> = HashSet::new();
         for message in &self.messages {
             if let Message::ToolResult { call_id, .. } = message {
-                let Some(position) = open.iter().position(|c| &c.id == call_id) else {
+                if !open.remove(call_id.as_str()) {
                     return Err(AgentError::NoSuchPendingCall {
                         id: call_id.clone(),
                     });
-                };
-                open.remove(position);
+                }
                 continue;
             }
-            if let Some(call) = open.first() {
+            if !open.is_empty()
+                && let Some(call) = calls.iter().find(|c| open.contains(c.id.as_str()))
+            {
                 return Err(AgentError::UnansweredToolCall {
                     id: call.id.clone(),
                     name: call.name.clone(),
                 });
             }
             if let Message::Assistant { tool_calls, .. } = message {
-                open = tool_calls.iter().collect();
+                calls = tool_calls;
+                open = tool_calls.iter().map(|c| c.id.as_str()).collect();
             }
         }
-        Ok(open)
+        Ok(calls
+            .iter()
+            .filter(|c| open.contains(c.id.as_str()))
+            .collect())
     }
 
     /// Records the model's turn. Calls without an id, or with one used before, get a new one

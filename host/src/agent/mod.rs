@@ -384,6 +384,7 @@ impl Agent {
                 tools,
                 options.tool_choice.clone(),
                 round,
+                None,
                 events,
             )
             .await?;
@@ -405,13 +406,15 @@ impl Agent {
     }
 
     /// Asks the model for its next message; turns its answer into the run's next step, the
-    /// conversation told what it said.
+    /// conversation told what it said. When the loop runs the calls, at most `may_run` of
+    /// them run, and the arguments of the rest are not read (see [`reply_of`]).
     async fn request(
         &self,
         conversation: &mut Conversation,
         tools: Vec<ToolDefinition>,
         tool_choice: ToolChoice,
         round: usize,
+        may_run: Option<usize>,
         events: &mut (dyn FnMut(AgentEvent<'_>) + Send),
     ) -> Result<Reply, AgentError> {
         conversation.check_answered()?;
@@ -435,7 +438,11 @@ impl Agent {
         span.record("finish", format!("{:?}", response.finish));
         span.record("tool_calls", response.tool_calls.len());
         tracing::debug!(parent: &span, took = ?started.elapsed(), "model answered");
-        Ok(reply_of(conversation, response))
+        Ok(reply_of(
+            conversation,
+            response,
+            may_run.unwrap_or(usize::MAX),
+        ))
     }
 
     /// The request for the conversation so far: the system prompt ahead of it (unless it has
@@ -529,22 +536,32 @@ impl Agent {
 /// The run's next step from the model's `response`, the conversation told what it said:
 /// an answer, or tool calls (those cut off by the token limit set apart: their arguments
 /// are broken, so they are never sent back).
-fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
+///
+/// Only the first `may_run` calls can run: the arguments of the others are not read, not
+/// even to see whether they are JSON (so a message of thousands of calls costs no more than
+/// its size), and the history keeps `{}` for them; the loop answers each that it did not run
+/// (past the turn's limit).
+fn reply_of(conversation: &mut Conversation, response: ChatResponse, may_run: usize) -> Reply {
     let usage = response.usage.unwrap_or_default();
-    // Whether each call's arguments are a JSON object, read once for both uses below.
-    let mut calls: Vec<(ToolCall, bool)> = response
+    // Whether each call that may run has arguments that are a JSON object, read once for
+    // both uses below; `None` past the limit, unread.
+    let mut calls: Vec<(ToolCall, Option<bool>)> = response
         .tool_calls
         .into_iter()
-        .map(|call| {
-            let object = Arguments::parse(&call.arguments).is_ok();
+        .enumerate()
+        .map(|(at, call)| {
+            let object = (at < may_run).then(|| Arguments::parse(&call.arguments).is_ok());
             (call, object)
         })
         .collect();
     let mut cut_off = Vec::new();
     if response.finish == FinishReason::Length {
-        // A call cut off by the token limit has broken arguments: never send it back.
+        // A call cut off by the token limit has broken arguments: never send it back. (Only
+        // the last call can be cut off: one past the limit is refused for that anyway.)
         let broken;
-        (calls, broken) = calls.into_iter().partition(|(_, object)| *object);
+        (calls, broken) = calls
+            .into_iter()
+            .partition(|(_, object)| *object != Some(false));
         cut_off = broken.into_iter().map(|(call, _)| call).collect();
         if calls.is_empty() && response.text.trim().is_empty() && !cut_off.is_empty() {
             return Reply {
@@ -571,7 +588,7 @@ fn reply_of(conversation: &mut Conversation, response: ChatResponse) -> Reply {
     let echoed: Vec<ToolCall> = calls
         .iter()
         .map(|(call, object)| ToolCall {
-            arguments: if *object && !call.arguments.trim().is_empty() {
+            arguments: if *object == Some(true) && !call.arguments.trim().is_empty() {
                 call.arguments.clone()
             } else {
                 Arguments::empty().text().to_owned()

@@ -2,6 +2,8 @@
 //! which run in this pass (all, or only those that asked for input), and sending every
 //! result back to the model in call order.
 
+use std::collections::HashMap;
+
 use crate::arguments::Arguments;
 use crate::llm::ToolCall;
 
@@ -86,7 +88,12 @@ pub(super) fn in_call_order(
     mut executions: Vec<ToolExecution>,
     calls: &[ToolCall],
 ) -> Vec<ToolExecution> {
-    executions.sort_by_key(|e| calls.iter().position(|call| call.id == e.call_id));
+    let position: HashMap<&str, usize> = calls
+        .iter()
+        .enumerate()
+        .map(|(at, call)| (call.id.as_str(), at))
+        .collect();
+    executions.sort_by_key(|e| position.get(e.call_id.as_str()).copied());
     executions
 }
 
@@ -140,10 +147,12 @@ pub(super) fn submit_results(
     let mut done = Vec::new();
     let mut arguments_of_done = Vec::new();
     let mut repeated_failure = None;
+    // Submitted together: the conversation looks up its pending calls once for the turn.
+    let mut results = Vec::with_capacity(turn.calls.len());
     for (call, plan) in turn.calls.iter().zip(plans) {
         let (execution, arguments) = match plan {
             Plan::Invalid(invalid) => {
-                conversation.submit(&call.id, Err(invalid.message.clone()))?;
+                results.push((call.id.clone(), Err(invalid.message.clone()), Vec::new()));
                 // A call past the turn's limit did not fail: it was not tried.
                 if invalid.problem != InvalidProblem::TooManyCalls {
                     let failed = state.guard_mut().invalid(
@@ -162,10 +171,11 @@ pub(super) fn submit_results(
                 None => continue,
             },
         };
-        conversation.submit_with_images(&call.id, execution.result(), execution.images())?;
+        results.push((call.id.clone(), execution.result(), execution.images()));
         done.push(execution);
         arguments_of_done.push(arguments);
     }
+    conversation.submit_all(results)?;
     if done.iter().any(|e| e.repeat_of.is_some()) {
         state.guard_mut().repeated();
     }

@@ -92,12 +92,13 @@ impl Agent {
             .iter()
             .map(|call| (call, check_call(call, &offered, round)))
             .collect();
+        let mut refused = Vec::new();
         for (call, checked) in &checked {
             match checked {
                 Err(invalid) => {
                     audit.invalid(invalid)?;
                     events(AgentEvent::InvalidCall { call: invalid });
-                    conversation.submit(&call.id, Err(invalid.message.clone()))?;
+                    refused.push((call.id.clone(), Err(invalid.message.clone()), Vec::new()));
                 }
                 Ok(arguments) => to_run.push(Approved {
                     call,
@@ -107,6 +108,7 @@ impl Agent {
                 }),
             }
         }
+        conversation.submit_all(refused)?;
         let done = execute::execute_calls(
             &self.toolbox,
             &to_run,
@@ -122,13 +124,10 @@ impl Agent {
             .zip(&to_run)
             .map(|(ran, approved)| ran.or_fail(approved.call, round))
             .collect();
-        for execution in &done {
-            conversation.submit_with_images(
-                &execution.call_id,
-                execution.result(),
-                execution.images(),
-            )?;
-        }
+        conversation.submit_all(
+            done.iter()
+                .map(|e| (e.call_id.clone(), e.result(), e.images())),
+        )?;
         Ok(done)
     }
 
@@ -225,7 +224,14 @@ impl Agent {
         };
         let round = state.rounds() + 1;
         let reply = self
-            .request(conversation, tools, tool_choice, round, events)
+            .request(
+                conversation,
+                tools,
+                tool_choice,
+                round,
+                Some(self.options.max_calls_per_turn),
+                events,
+            )
             .await?;
         state.count_request(reply.usage);
         let audit = self.audit_trail(state);

@@ -109,7 +109,7 @@ pub enum ProviderError {
     TooLarge {
         /// The server.
         server: String,
-        /// What was too large: `an answer` or `a stream event`.
+        /// What was too large: `an answer`, `a streamed answer` or `a stream event`.
         what: &'static str,
         /// The limit, in bytes.
         limit: usize,

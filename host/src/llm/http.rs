@@ -35,9 +35,8 @@ pub struct HttpOptions {
     /// A server asking with `Retry-After` for a longer wait gets no retry: the request fails
     /// with [`ProviderError::RetryAfter`]. Default 60 s.
     pub max_backoff: Duration,
-    /// The largest answer read, in bytes: a whole (not streamed) body, or one line or event of
-    /// a streamed one. Past it the request fails with [`ProviderError::TooLarge`]. Default
-    /// 16 MiB.
+    /// The largest answer read, in bytes: a whole body, streamed (all its events together)
+    /// or not. Past it the request fails with [`ProviderError::TooLarge`]. Default 16 MiB.
     pub max_answer_size: usize,
 }
 
@@ -235,6 +234,9 @@ impl HttpClient {
         } = answer;
         let mut parser = sse::Parser::default();
         let mut alive_until = after(self.options.idle_timeout);
+        // The whole stream is bounded as a whole body is: what it brings is kept until the
+        // answer is assembled.
+        let mut received = 0usize;
         loop {
             let until = deadline.min(alive_until);
             let chunk = match tokio::time::timeout_at(until, response.chunk()).await {
@@ -268,6 +270,10 @@ impl HttpClient {
             }
             if parser.pending() > self.options.max_answer_size {
                 return Err(self.too_large("a stream event"));
+            }
+            received = received.saturating_add(chunk.len());
+            if received > self.options.max_answer_size {
+                return Err(self.too_large("a streamed answer"));
             }
         }
     }

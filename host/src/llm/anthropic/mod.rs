@@ -279,16 +279,8 @@ impl WireFormat for Anthropic {
     }
 
     fn progress(stream: &StreamState) -> usize {
-        let blocks: usize = stream
-            .blocks
-            .values()
-            .map(|block| match block {
-                Block::ToolUse { call, .. } => 1 + call.arguments.len(),
-                Block::Text | Block::Thinking => 1,
-            })
-            .sum();
         stream.text.len()
-            + blocks
+            + stream.blocks_size
             + stream.thinking
             + usize::from(stream.finish.is_some())
             + usize::from(stream.stopped)
@@ -357,6 +349,10 @@ impl Block {
 pub struct StreamState {
     text: String,
     blocks: BTreeMap<u64, Block>,
+    /// How much the blocks have grown: one for each block, and the bytes of the arguments
+    /// of tool calls. Counted as they come, so that the progress of each event costs the
+    /// same however many blocks there are.
+    blocks_size: usize,
     finish: Option<FinishReason>,
     /// Set by `message_start`, which begins every stream.
     usage: Option<Usage>,
@@ -401,6 +397,7 @@ impl StreamState {
         if self.blocks.insert(start.index, block).is_some() {
             return Err(format!("content block {} was started twice", start.index).into());
         }
+        self.blocks_size += 1;
         Ok(())
     }
 
@@ -426,6 +423,7 @@ impl StreamState {
             }
             (Delta::InputJson { partial_json }, Block::ToolUse { call, .. }) => {
                 call.arguments.push_str(&partial_json);
+                self.blocks_size += partial_json.len();
             }
             (Delta::Thinking {} | Delta::Signature {}, Block::Thinking) => self.thinking += 1,
             (delta, block) => {

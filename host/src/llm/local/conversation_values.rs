@@ -2,6 +2,8 @@
 //! [`adapt`](super::adapt)): the documents it quotes or a tool returned, the time zones of
 //! the places it names, the texts and names its latest request gives.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use crate::llm::{Message, json_in_text};
@@ -143,9 +145,12 @@ fn request_names(text: &str) -> Vec<Value> {
 /// what tools returned `since` it.
 fn request_texts(text: &str, since: &[Message]) -> Vec<Value> {
     let mut texts: Vec<String> = Vec::new();
+    // Each once, looked up in a set: a request of many words, or a turn of many results,
+    // costs time in proportion to its size.
+    let mut seen: HashSet<String> = HashSet::new();
     let mut add = |text: &str| {
         let text = text.trim();
-        if !text.is_empty() && !texts.iter().any(|seen| seen == text) {
+        if !text.is_empty() && seen.insert(text.to_owned()) {
             texts.push(text.to_owned());
         }
     };
@@ -214,6 +219,8 @@ fn conversation_zones(messages: &[Message]) -> Vec<Value> {
 /// The short documents the user wrote and successful tools returned, latest last, each once.
 fn conversation_documents(messages: &[Message]) -> Vec<Value> {
     let mut held: Vec<Value> = Vec::new();
+    // Each once, known by its text (a `Value` cannot be hashed).
+    let mut seen: HashSet<String> = HashSet::new();
     for message in messages {
         let text = match message {
             Message::User { text } => text,
@@ -225,7 +232,7 @@ fn conversation_documents(messages: &[Message]) -> Vec<Value> {
             _ => continue,
         };
         for (span, document) in json_in_text(text) {
-            if span.len() <= MAX_DOCUMENT_BYTES && !held.contains(&document) {
+            if span.len() <= MAX_DOCUMENT_BYTES && seen.insert(document.to_string()) {
                 held.push(document);
             }
         }

@@ -145,13 +145,8 @@ impl WireFormat for OpenAi {
     }
 
     fn progress(stream: &StreamState) -> usize {
-        let calls: usize = stream
-            .calls
-            .values()
-            .map(|call| 1 + call.id.len() + call.name.len() + call.arguments.len())
-            .sum();
         stream.text.len()
-            + calls
+            + stream.calls_size
             + usize::from(stream.finish.is_some())
             + usize::from(stream.usage.is_some())
     }
@@ -260,6 +255,11 @@ pub(in crate::llm) fn offered(tool: &ToolDefinition) -> Tool<'_> {
 pub struct StreamState {
     text: String,
     calls: BTreeMap<u64, ToolCall>,
+    /// How much the calls have grown: one for each call, and the bytes of its id, name and
+    /// arguments. Counted as they come, so that the progress of each event costs the same
+    /// however many calls there are (summed over the calls, it made a stream of many calls
+    /// quadratic).
+    calls_size: usize,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
 }
@@ -321,11 +321,16 @@ impl StreamState {
                 }
             }
         };
-        let call = self.calls.entry(index).or_insert_with(|| ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
+        let mut grown = 0;
+        let call = self.calls.entry(index).or_insert_with(|| {
+            grown += 1;
+            ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            }
         });
+        let before = call.id.len() + call.name.len() + call.arguments.len();
         if let Some(id) = fragment.id
             && call.id.is_empty()
         {
@@ -347,6 +352,8 @@ impl StreamState {
                 .into());
             }
         }
+        grown += call.id.len() + call.name.len() + call.arguments.len() - before;
+        self.calls_size += grown;
         Ok(())
     }
 

@@ -50,7 +50,6 @@ mod connection;
 pub mod fuzzing;
 mod handler;
 mod http;
-mod lines;
 mod relay;
 pub(crate) mod result;
 mod stdio;

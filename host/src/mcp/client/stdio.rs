@@ -21,7 +21,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::config::INHERITED_ENV;
-use super::lines::{Line, next_line};
+use crate::lines::{Line, LineReader};
 use crate::process::die_with_parent;
 use crate::sandbox::EnvGrant;
 
@@ -219,10 +219,10 @@ fn signal_group(pgid: u32, signal: libc::c_int) {
 /// Logs the server's stderr (at info, so `-v` shows it) and keeps its last lines.
 async fn read_stderr(server: String, stderr: impl AsyncRead + Unpin, tail: Tail) {
     let mut reader = BufReader::new(stderr);
-    let mut buffer = Vec::new();
-    while let Ok(Some(line)) = next_line(&mut reader, &mut buffer, STDERR_LINE_BYTES).await {
+    let mut lines = LineReader::new(STDERR_LINE_BYTES);
+    while let Ok(Some(line)) = lines.next(&mut reader).await {
         let text = match line {
-            Line::Whole(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_owned(),
+            Line::Whole => String::from_utf8_lossy(lines.line()).trim_end().to_owned(),
             Line::Oversized { size, .. } => format!("({size} bytes on one line, not shown)"),
         };
         if text.is_empty() {
@@ -246,9 +246,9 @@ pub(super) async fn read_messages(
     protocol: Tail,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-    let mut buffer = Vec::new();
+    let mut lines = LineReader::new(max_line);
     loop {
-        let line = match next_line(&mut reader, &mut buffer, max_line).await {
+        let line = match lines.next(&mut reader).await {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(error) => {
@@ -257,7 +257,7 @@ pub(super) async fn read_messages(
             }
         };
         let message = match line {
-            Line::Whole(bytes) => match parse(&bytes) {
+            Line::Whole => match parse(lines.line()) {
                 Parsed::Message(message) => *message,
                 Parsed::Skip => continue,
                 Parsed::Malformed { id, problem } => {

@@ -33,7 +33,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::calls::{Answer, ToolCall, error_result};
-use super::lines::{Output, encode_line};
+use super::jsonrpc::Refused;
+use super::output::{Output, encode_line};
 use super::reports::Notification;
 use super::{McpServer, lock};
 use crate::arguments::Arguments;
@@ -100,8 +101,8 @@ where
         })
     }
 
-    /// Starts serving `line` if it is a `tools/call` request this path takes; `false` leaves
-    /// it to rmcp.
+    /// Starts serving `line` if it is a `tools/call` request this path takes (or refuses it,
+    /// when a request of its id is in flight); `false` leaves it to rmcp.
     pub(super) fn start(&self, line: &[u8]) -> bool {
         let Ok(call) = serde_json::from_slice::<CallLine<'_>>(line) else {
             return false;
@@ -120,8 +121,14 @@ where
             // Clients may leave `arguments` out for a tool that takes none.
             None => Arguments::empty(),
         };
+        if !self.shared.output.owe(&call.id) {
+            tracing::warn!(id = %call.id, "refused a tools/call: its id is in flight");
+            let output = self.shared.output.clone();
+            let refused = Refused::id_in_flight(&call.id).message();
+            tokio::spawn(async move { output.send_own(&refused).await });
+            return true;
+        }
         tracing::debug!(id = %call.id, "tools/call served directly");
-        self.shared.output.owe(&call.id);
         let name = call.params.name.into_owned();
         let id = call.id;
         let cancelled = self.shared.stop.child_token();

@@ -8,7 +8,10 @@
 //! and `"id": null` otherwise; a request of a method the server serves whose params do not
 //! fit is invalid params (-32602).
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage};
+use bytes::Bytes;
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId,
+};
 use serde_json::{Value, json};
 
 /// The methods served here whose params rmcp checks: a request of one of them that rmcp
@@ -75,6 +78,18 @@ impl Refused {
         }
     }
 
+    /// A request whose id is that of a request still in flight: it is not served (its
+    /// answer could not be told from the other's), and the client is told so.
+    pub(super) fn id_in_flight(id: &RequestId) -> Self {
+        Self::invalid_request(
+            serde_json::to_value(id).ok(),
+            format!(
+                "request id {id} is already in flight: give each request an id no request in \
+                 flight has"
+            ),
+        )
+    }
+
     /// Whether this is "method not found" (HTTP 404 on the stateless revision).
     pub(super) fn is_method_not_found(&self) -> bool {
         self.error.code == ErrorCode::METHOD_NOT_FOUND
@@ -88,6 +103,20 @@ impl Refused {
     /// The error as a JSON-RPC message, with `"id": null` when the id could not be read.
     pub(super) fn message(&self) -> Value {
         json!({ "jsonrpc": "2.0", "id": self.id, "error": self.error })
+    }
+}
+
+/// The body of a POST, as rmcp reads it: `bytes` when rmcp reads them as `message` does (read
+/// from a [`Value`] by [`read`]), else `message` written again. rmcp reads a body from its
+/// bytes, and refuses with a bare 415 some that a `Value` takes: a key given twice (the last
+/// one counts here, as on stdio).
+pub(super) fn as_rmcp_reads(bytes: Bytes, message: &ClientJsonRpcMessage) -> Bytes {
+    if serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_ok() {
+        return bytes;
+    }
+    match serde_json::to_vec(message) {
+        Ok(written) => Bytes::from(written),
+        Err(_) => bytes,
     }
 }
 
@@ -177,6 +206,19 @@ pub(super) fn read(value: Value) -> Result<Option<ClientJsonRpcMessage>, Refused
         None => None,
         Some(id @ Value::String(_)) => Some(id.clone()),
         Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        // rmcp holds a numeric id in an i64: a larger integer cannot be answered, only told
+        // so, with the id as sent (a u64 is kept exactly; past it JSON numbers are f64).
+        Some(id @ Value::Number(n)) if n.is_u64() || n.as_f64().is_some_and(beyond_i64) => {
+            return Err(Refused::invalid_request(
+                n.is_u64().then(|| id.clone()),
+                format!(
+                    "the id {id} is outside the signed 64-bit range this server reads integer \
+                     ids in ({} to {}); number requests within it, or with strings",
+                    i64::MIN,
+                    i64::MAX
+                ),
+            ));
+        }
         Some(other) => {
             return Err(Refused::invalid_request(
                 None,
@@ -199,6 +241,11 @@ pub(super) fn read(value: Value) -> Result<Option<ClientJsonRpcMessage>, Refused
         }
         _ => Err(Refused::invalid_request(id, why)),
     }
+}
+
+/// Whether `f` is an integer outside the range of an i64 (2^63 is the first past it).
+fn beyond_i64(f: f64) -> bool {
+    f.fract() == 0.0 && f.abs() >= 9_223_372_036_854_775_808.0
 }
 
 fn invalid_params(id: Option<Value>, method: &str) -> Refused {
@@ -283,5 +330,42 @@ mod tests {
         assert!(matches!(read(ping), Ok(Some(_))));
         let unknown = json!({ "jsonrpc": "2.0", "id": 1, "method": "x/y", "params": {} });
         assert!(matches!(read(unknown), Ok(Some(_))));
+    }
+
+    #[test]
+    fn an_id_past_the_signed_64_bit_range_is_echoed_in_the_error() {
+        let refused =
+            |id: Value| match read(json!({ "jsonrpc": "2.0", "id": id, "method": "ping" })) {
+                Err(refused) => refused.message(),
+                Ok(_) => panic!("{id} was taken"),
+            };
+        // A u64 is answered with its id exactly.
+        let answer = refused(json!(u64::MAX));
+        assert_eq!(answer["id"], json!(u64::MAX), "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("the id 18446744073709551615 is outside"),
+            "{message}"
+        );
+        // Past it, JSON numbers are read as f64: the message names it as one.
+        let huge: Value = serde_json::from_str("100000000000000000000").unwrap();
+        let answer = refused(huge);
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.contains("the id 1e+20 is outside"), "{message}");
+    }
+
+    #[test]
+    fn a_body_rmcp_cannot_read_goes_to_it_written_again() {
+        let twice = br#"{"jsonrpc":"2.0","id":7,"method":"ping","id":8}"#;
+        let value: Value = serde_json::from_slice(twice).unwrap();
+        let message = read(value).unwrap().unwrap();
+        let bytes = as_rmcp_reads(Bytes::from_static(twice), &message);
+        let again: ClientJsonRpcMessage = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(serde_json::to_value(again).unwrap()["id"], 8);
+        let once = Bytes::from_static(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#);
+        let message = serde_json::from_slice(&once).unwrap();
+        assert_eq!(as_rmcp_reads(once.clone(), &message), once, "kept as sent");
     }
 }

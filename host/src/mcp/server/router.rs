@@ -126,19 +126,25 @@ impl Router {
                 return jsonrpc_error(StatusCode::BAD_REQUEST, &Refused::parse_error(&error));
             }
         };
-        if let Err(refused) = jsonrpc::read(message.clone()) {
-            // Invalid params answer a request that was read, as rmcp's errors do; a method
-            // the request's revision does not have is 404, as rmcp answers one it does not
-            // know.
-            let status = if refused.is_invalid_params() {
-                StatusCode::OK
-            } else if refused.is_method_not_found() {
-                StatusCode::NOT_FOUND
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            return jsonrpc_error(status, &refused);
-        }
+        let read = match jsonrpc::read(message.clone()) {
+            Ok(Some(read)) => read,
+            // A notification rmcp cannot read gets no answer, as on stdio.
+            Ok(None) => return accepted(),
+            Err(refused) => {
+                // Invalid params answer a request that was read, as rmcp's errors do; a
+                // method the request's revision does not have is 404, as rmcp answers one it
+                // does not know.
+                let status = if refused.is_invalid_params() {
+                    StatusCode::OK
+                } else if refused.is_method_not_found() {
+                    StatusCode::NOT_FOUND
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                return jsonrpc_error(status, &refused);
+            }
+        };
+        let bytes = jsonrpc::as_rmcp_reads(bytes, &read);
         let method = message.get("method").and_then(Value::as_str);
         let request_id = message.get("id").filter(|_| method.is_some()).cloned();
         if request_id.is_some() && self.server.is_draining() {
@@ -327,6 +333,13 @@ fn json_response(status: StatusCode, body: &Value) -> Response<ResponseBody> {
         header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
+    response
+}
+
+/// 202 with no body: a notification was taken.
+fn accepted() -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = StatusCode::ACCEPTED;
     response
 }
 

@@ -6,7 +6,9 @@
 //! silently; a line over the size limit is answered (-32600) and skipped without being kept in
 //! memory, where rmcp's drops it and leaves the client waiting. Either way the server goes on
 //! reading. A message that is not JSON-RPC, or a request whose params do not fit its method, is
-//! answered as over HTTP ([`jsonrpc`](super::jsonrpc)).
+//! answered as over HTTP ([`jsonrpc`](super::jsonrpc)). A request whose id is that of a request
+//! still in flight is answered with an invalid-request error naming the id, and not served (rmcp
+//! keeps one request per id, and would drop one of the two answers).
 //!
 //! A client that does not read its answers is not read from either: once
 //! [`StdioOptions::max_pending`] answers are owed, the server reads no more requests until the
@@ -19,17 +21,18 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, JsonRpcNotification};
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, JsonRpcNotification, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::{RoleServer, ServiceExt as _};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 
 use super::McpServer;
 use super::direct::DirectCalls;
 use super::jsonrpc::{self, Refused};
-use super::lines::Output;
+use super::output::Output;
+use crate::lines::{Line, LineReader};
 
 /// How long calls in flight may still answer after the client closed its end, as rmcp waits
 /// for those of its handlers. The calls served directly get the same time, counted from the
@@ -155,11 +158,8 @@ where
 struct LineTransport<R, W> {
     input: BufReader<R>,
     output: Arc<Output<W>>,
-    /// The line read so far (a read may be cancelled halfway and resumed).
-    line: Vec<u8>,
-    /// How many bytes of an oversized line were seen; it is skipped to its end.
-    oversized: Option<usize>,
-    max: usize,
+    /// The lines, up to the size limit (a read may be cancelled halfway and resumed).
+    lines: LineReader,
     /// Once the session has begun: the `tools/call` requests served without rmcp.
     direct: Arc<OnceLock<DirectCalls<W>>>,
     /// When the input ended (or its writer closed it, with lines still unread).
@@ -177,9 +177,7 @@ where
         Self {
             input: BufReader::with_capacity(64 * 1024, input),
             output: Arc::new(Output::new(output, options.max_pending)),
-            line: Vec::new(),
-            oversized: None,
-            max: options.max_message,
+            lines: LineReader::new(options.max_message),
             direct: Arc::new(OnceLock::new()),
             closed: Arc::new(OnceLock::new()),
             hung_up: None,
@@ -218,41 +216,27 @@ where
         }
     }
 
-    /// Reads up to the end of a line; `Ok(false)` at the end of the input. Cancel-safe: what
-    /// was read is kept in `self` and the next call goes on.
-    async fn read_line(&mut self) -> io::Result<bool> {
-        loop {
-            let buffer = self.input.fill_buf().await?;
-            if buffer.is_empty() {
-                input_closed(&self.closed, &self.output);
-                return Ok(false);
-            }
-            let (chunk, complete) = match buffer.iter().position(|&b| b == b'\n') {
-                Some(end) => (&buffer[..end], true),
-                None => (buffer, false),
-            };
-            let taken = chunk.len() + usize::from(complete);
-            match &mut self.oversized {
-                Some(seen) => *seen += chunk.len(),
-                None if self.line.len() + chunk.len() > self.max => {
-                    self.oversized = Some(self.line.len() + chunk.len());
-                    self.line = Vec::new();
-                }
-                None => self.line.extend_from_slice(chunk),
-            }
-            self.input.consume(taken);
-            if complete {
-                return Ok(true);
-            }
-        }
-    }
-
     /// Answers a message that cannot be served, without waiting for the write (so that
     /// `receive` stays cancel-safe); writes keep their order through the output's lock.
     fn refuse(&self, refused: &Refused) {
         let output = self.output.clone();
         let message = refused.message();
         tokio::spawn(async move { output.send_own(&message).await });
+    }
+
+    /// Answers a line of `size` bytes, over the limit and skipped, with the id it had when
+    /// that could be found.
+    fn too_large(&self, size: usize, id: Option<Vec<u8>>) {
+        let max = self.lines.max();
+        tracing::warn!("skipped a message of {size} bytes on stdin (limit {max})");
+        let id = id
+            .and_then(|id| serde_json::from_slice::<RequestId>(&id).ok())
+            .and_then(|id| serde_json::to_value(id).ok());
+        let error = ErrorData::invalid_request(
+            format!("the message is too large: {size} bytes, the limit is {max}"),
+            None,
+        );
+        self.refuse(&Refused { id, error });
     }
 
     /// What to do with one complete line.
@@ -286,10 +270,15 @@ where
 
     /// A request read is an answer owed; a `notifications/cancelled` settles it (a cancelled
     /// request gets no answer), and cancels it if it is a call served directly (rmcp, which
-    /// gets the notification too, does not know the request).
-    fn see(&self, message: &RxJsonRpcMessage<RoleServer>) {
+    /// gets the notification too, does not know the request). `false` for a request whose id
+    /// is that of one in flight: it is answered with an error here, not served.
+    fn see(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
         match message {
-            JsonRpcMessage::Request(request) => self.output.owe(&request.id),
+            JsonRpcMessage::Request(request) if !self.output.owe(&request.id) => {
+                tracing::warn!(id = %request.id, "refused a request: its id is in flight");
+                self.refuse(&Refused::id_in_flight(&request.id));
+                return false;
+            }
             JsonRpcMessage::Notification(JsonRpcNotification {
                 notification: ClientNotification::CancelledNotification(cancelled),
                 ..
@@ -303,6 +292,7 @@ where
             }
             _ => {}
         }
+        true
     }
 }
 
@@ -327,42 +317,30 @@ where
                 tracing::warn!("the client closed stdin without reading its answers");
                 return None;
             }
-            match self.read_line().await {
-                Ok(true) => {}
-                Ok(false) => return None,
+            let line = match self.lines.next(&mut self.input).await {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    input_closed(&self.closed, &self.output);
+                    return None;
+                }
                 Err(error) => {
                     tracing::warn!("cannot read stdin: {error}");
                     return None;
                 }
-            }
-            if let Some(size) = self.oversized.take() {
-                tracing::warn!(
-                    "skipped a message of {size} bytes on stdin (limit {})",
-                    self.max
-                );
-                let error = ErrorData::invalid_request(
-                    format!(
-                        "the message is too large: {size} bytes, the limit is {}",
-                        self.max
-                    ),
-                    None,
-                );
-                self.refuse(&Refused { id: None, error });
+            };
+            if let Line::Oversized { size, id } = line {
+                self.too_large(size, id);
                 continue;
             }
+            let line = self.lines.line();
             if let Some(direct) = self.direct.get()
-                && direct.start(&self.line)
+                && direct.start(line)
             {
-                self.line.clear();
                 continue;
             }
-            let line = std::mem::take(&mut self.line);
-            let parsed = self.parse(&line);
-            // Keep the buffer's allocation for the next line.
-            self.line = line;
-            self.line.clear();
-            if let Some(message) = parsed {
-                self.see(&message);
+            if let Some(message) = self.parse(line)
+                && self.see(&message)
+            {
                 return Some(message);
             }
         }

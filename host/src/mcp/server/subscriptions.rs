@@ -88,6 +88,9 @@ impl McpServer {
             uris.insert(uri.to_owned());
         }
         let mut subscribers = lock(&self.shared.subscribers);
+        // The sessions that ended (closed, or expired) are let go here too, not only after a
+        // call: a server whose tools never write would keep them all.
+        subscribers.retain(|s| !s.to.is_gone());
         if !subscribers
             .iter()
             .any(|s| Arc::ptr_eq(&s.uris, &self.subscribed))

@@ -8,7 +8,7 @@
 //! client is gone is [abandoned](Output::abandon): every write waiting for the client fails at
 //! once, so that nothing waits on a client that will never read.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::io;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -36,8 +36,9 @@ pub(super) struct Output<W> {
 
 #[derive(Default)]
 struct Owed {
-    /// The requests read and not yet answered, by id (a client may reuse an id).
-    requests: HashMap<RequestId, usize>,
+    /// The requests read and not yet answered (a client may reuse an id once its request
+    /// is answered).
+    requests: HashSet<RequestId>,
     /// The errors the transport answers on its own, on their way out.
     own: usize,
     total: usize,
@@ -55,22 +56,24 @@ impl<W: AsyncWrite + Unpin> Output<W> {
         }
     }
 
-    /// Request `id` was read: its answer is owed.
-    pub(super) fn owe(&self, id: &RequestId) {
+    /// Request `id` was read: its answer is owed. `false`, and nothing owed, when a request
+    /// of the same id is still in flight: the two answers could not be told apart (and rmcp
+    /// keeps one request per id, so it would drop one of them).
+    #[must_use]
+    pub(super) fn owe(&self, id: &RequestId) -> bool {
         let mut owed = lock(&self.owed);
-        *owed.requests.entry(id.clone()).or_default() += 1;
+        if !owed.requests.insert(id.clone()) {
+            return false;
+        }
         owed.total += 1;
+        true
     }
 
     /// Request `id` needs no answer any more: it was answered, cancelled, or its answer lost.
     pub(super) fn settle(&self, id: &RequestId) {
         let mut owed = lock(&self.owed);
-        let Some(count) = owed.requests.get_mut(id) else {
+        if !owed.requests.remove(id) {
             return;
-        };
-        *count -= 1;
-        if *count == 0 {
-            owed.requests.remove(id);
         }
         owed.total -= 1;
         drop(owed);
