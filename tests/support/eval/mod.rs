@@ -148,6 +148,69 @@ impl Suite {
     }
 }
 
+/// The file of recorded scores.
+pub fn scores_path() -> PathBuf {
+    repo_root().join("tests/eval/scores.toml")
+}
+
+/// Scores measured earlier and written down (tests/eval/scores.toml), to print next to a
+/// run's own: the held-out half is scored once before a change and once after.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recorded {
+    /// The scores, oldest first.
+    #[serde(rename = "score", default)]
+    pub scores: Vec<RecordedScore>,
+}
+
+/// One recorded run of the eval.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedScore {
+    /// When it ran (YYYY-MM-DD).
+    pub date: String,
+    /// What it measured.
+    pub what: String,
+    /// Passed of the development half, "n/m".
+    pub dev: String,
+    /// Passed of the held-out half, "n/m".
+    pub held_out: String,
+    /// The right value in the answer, development half.
+    pub dev_answer: String,
+    /// The right value in the answer, held-out half.
+    pub held_out_answer: String,
+}
+
+impl Recorded {
+    /// Reads tests/eval/scores.toml.
+    pub fn load() -> anyhow::Result<Self> {
+        let path = scores_path();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))
+    }
+
+    /// The recorded scores, one line each, the halves side by side: passed, and in
+    /// brackets how many answers stated the value.
+    pub fn table(&self) -> String {
+        let mut out = String::from(
+            "recorded (tests/eval/scores.toml): passed (value in the answer), development | held out\n",
+        );
+        for score in &self.scores {
+            out.push_str(&format!(
+                "{}  {:>5} ({:>5}) | {:>5} ({:>5})  {}\n",
+                score.date,
+                score.dev,
+                score.dev_answer,
+                score.held_out,
+                score.held_out_answer,
+                score.what
+            ));
+        }
+        out
+    }
+}
+
 /// `n` made-up tools, varied in name, description and parameters, for timing selection over
 /// a large catalog: verbs and objects of everyday software combined.
 pub fn synthetic_tools(n: usize) -> Vec<toolhost::ToolSpec> {
