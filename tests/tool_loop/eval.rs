@@ -2,6 +2,7 @@
 //! of arithmetic, time, weather, files and word counts), asked of the real local model with
 //! the whole example manifest and its default settings. Each must be answered through the
 //! right tool with the right value, as the eval scores it (`just eval` runs all of them).
+//! And the example tools' descriptions, which the eval measures the model on, pinned.
 
 use toolhost::Host;
 use toolhost::agent::RunOptions;
@@ -47,4 +48,40 @@ async fn the_local_model_answers_everyday_requests_with_the_whole_manifest() {
         failed.len(),
         failed.join("")
     );
+}
+
+/// Every example tool's name, description and parameters' descriptions, as the eval offers
+/// them (tool selection ranks by all three). They are frozen (docs/local-model.md, "How it is
+/// measured"): a description edited to make an eval request pass makes the eval flatter.
+/// Change this snapshot only with a change made for another reason, said in its commit, and
+/// then write a new held-out half of tests/eval/suite.toml.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_tools_descriptions_are_frozen() {
+    let dist = repo_root().join("example-tools/dist");
+    assert!(
+        dist.join("text-python.wasm").exists(),
+        "{} has no built tools; run `just tools` (`just test` does)",
+        dist.display()
+    );
+    let setup = Setup::start().await;
+    let host = Host::builder()
+        .runtime(runtime())
+        .manifest(&setup.manifest)
+        .build()
+        .await
+        .unwrap();
+    let mut specs = host.specs();
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut text = String::new();
+    for spec in specs {
+        text.push_str(&format!("{}: {}\n", spec.name, spec.description));
+        let properties = spec.input_schema["properties"].as_object().cloned();
+        for (name, property) in properties.into_iter().flatten() {
+            let about = property["description"]
+                .as_str()
+                .unwrap_or("(no description)");
+            text.push_str(&format!("    {name}: {about}\n"));
+        }
+    }
+    insta::assert_snapshot!(text);
 }
