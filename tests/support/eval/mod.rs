@@ -3,7 +3,7 @@
 //! halves with the same categories ([`Half`]): the development half, to decide rules on, and
 //! the held-out half, to measure them on requests they were not made for; the report shows
 //! both side by side. `just eval` runs them all (tests/eval/main.rs); `just test` runs the
-//! five marked `fast` (tests/tool_loop/eval.rs).
+//! ones marked `fast`, of both halves (tests/tool_loop/eval.rs).
 //!
 //! The manifest is example-tools/toolhost.toml as it is, with three changes for a run that
 //! touches nothing outside it: paths made absolute, the notes directory a fresh temporary one,
@@ -60,7 +60,7 @@ pub struct Case {
     /// A note that must have been written.
     #[serde(default)]
     pub note: Option<Note>,
-    /// Whether it is one of the five `just test` runs.
+    /// Whether `just test` runs it too (tests/tool_loop/eval.rs).
     #[serde(default)]
     pub fast: bool,
 }
