@@ -21,7 +21,10 @@ async fn the_local_model_answers_everyday_requests_with_the_whole_manifest() {
     );
     let suite = Suite::load();
     let fast: Vec<_> = suite.cases.iter().filter(|case| case.fast).collect();
-    let held_out = fast.iter().filter(|case| case.half == Half::HeldOut).count();
+    let held_out = fast
+        .iter()
+        .filter(|case| case.half == Half::HeldOut)
+        .count();
     assert!(
         fast.len() >= 6 && held_out >= 1,
         "{} requests are marked fast, {held_out} of them held out; the subset needs the five \
