@@ -54,9 +54,10 @@ test: build tools
     # The library without its optional features (and what a manifest that needs one is told).
     cargo test --locked -p toolhost --lib --no-default-features
 
-# The eval: 44 everyday requests (tests/eval/suite.toml) asked of the local model with every
+# The eval: 70 everyday requests (tests/eval/suite.toml) asked of the local model with every
 # example tool; prints each run, the score per category of the development and the held-out
-# half side by side, and the median time per request. Flags go to the eval:
+# half side by side, the median time per request, and the scores recorded before and after
+# changes (tests/eval/scores.toml). Flags go to the eval:
 # `just eval --half dev`, `just eval --only time,weather`, `just eval --tool-limit all`, `just eval --rank`.
 eval *FLAGS: build tools
     scripts/setup-local-llm.sh

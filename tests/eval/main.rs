@@ -1,7 +1,8 @@
 //! `just eval`: asks every request of tests/eval/suite.toml of the model (the default local
 //! one unless the flags say otherwise) with the whole example manifest, and prints the score
 //! per category of the development half and of the held-out half side by side, the totals,
-//! and the median time per request. See tests/support/eval/ for the scoring.
+//! the median time per request, and the scores recorded before (tests/eval/scores.toml: the
+//! held-out half before and after a change). See tests/support/eval/ for the scoring.
 //!
 //! ```text
 //! eval [--half dev|held_out] [--only CATEGORY[,CATEGORY]] [--case N[,N]] [--json FILE]
@@ -26,7 +27,9 @@ use toolhost::agent::{AgentConfig, RunOptions, ToolIndex, ToolLimit, offer};
 use toolhost::llm::local::SmallModelRules;
 use toolhost::llm::{LocalFormat, ModelRules};
 use toolhost::{Host, ToolSpec};
-use toolhost_tests::eval::{Case, Half, Setup, Suite, Verdict, line, report, synthetic_tools};
+use toolhost_tests::eval::{
+    Case, Half, Recorded, Setup, Suite, Verdict, line, report, synthetic_tools,
+};
 
 #[derive(Default)]
 struct Flags {
@@ -230,6 +233,7 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         load_average()
     );
+    print!("{}", Recorded::load()?.table());
     println!(
         "{}",
         time_selection(&host.specs(), agent.provider().rules(), &suite, 500)

@@ -3,7 +3,7 @@
 //! halves with the same categories ([`Half`]): the development half, to decide rules on, and
 //! the held-out half, to measure them on requests they were not made for; the report shows
 //! both side by side. `just eval` runs them all (tests/eval/main.rs); `just test` runs the
-//! five marked `fast` (tests/tool_loop/eval.rs).
+//! ones marked `fast`, of both halves (tests/tool_loop/eval.rs).
 //!
 //! The manifest is example-tools/toolhost.toml as it is, with three changes for a run that
 //! touches nothing outside it: paths made absolute, the notes directory a fresh temporary one,
@@ -60,12 +60,12 @@ pub struct Case {
     /// A note that must have been written.
     #[serde(default)]
     pub note: Option<Note>,
-    /// Whether it is one of the five `just test` runs.
+    /// Whether `just test` runs it too (tests/tool_loop/eval.rs).
     #[serde(default)]
     pub fast: bool,
 }
 
-/// The two halves of the suite, each with about as many requests of every category.
+/// The two halves of the suite, each with requests of every category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Half {
@@ -124,8 +124,9 @@ impl Suite {
         suite
     }
 
-    /// Whether every category has requests in both halves, as many in each or one more in
-    /// one of them; else which category does not.
+    /// Whether every category has requests in both halves; else which category does not.
+    /// (The development half may hold more: it keeps the held-out requests of earlier
+    /// halves, see the suite's header.)
     pub fn balanced(&self) -> Result<(), String> {
         let mut counts: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
         for case in &self.cases {
@@ -136,14 +137,77 @@ impl Suite {
             counts.entry(&case.category).or_default()[at] += 1;
         }
         for (category, [dev, held_out]) in counts {
-            if dev == 0 || held_out == 0 || dev.abs_diff(held_out) > 1 {
+            if dev == 0 || held_out == 0 {
                 return Err(format!(
                     "category `{category}` has {dev} development and {held_out} held-out \
-                     requests; give each half about as many"
+                     requests; give each half at least one"
                 ));
             }
         }
         Ok(())
+    }
+}
+
+/// The file of recorded scores.
+pub fn scores_path() -> PathBuf {
+    repo_root().join("tests/eval/scores.toml")
+}
+
+/// Scores measured earlier and written down (tests/eval/scores.toml), to print next to a
+/// run's own: the held-out half is scored once before a change and once after.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recorded {
+    /// The scores, oldest first.
+    #[serde(rename = "score", default)]
+    pub scores: Vec<RecordedScore>,
+}
+
+/// One recorded run of the eval.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedScore {
+    /// When it ran (YYYY-MM-DD).
+    pub date: String,
+    /// What it measured.
+    pub what: String,
+    /// Passed of the development half, "n/m".
+    pub dev: String,
+    /// Passed of the held-out half, "n/m".
+    pub held_out: String,
+    /// The right value in the answer, development half.
+    pub dev_answer: String,
+    /// The right value in the answer, held-out half.
+    pub held_out_answer: String,
+}
+
+impl Recorded {
+    /// Reads tests/eval/scores.toml.
+    pub fn load() -> anyhow::Result<Self> {
+        let path = scores_path();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| anyhow::anyhow!("{} is not valid: {e}", path.display()))
+    }
+
+    /// The recorded scores, one line each, the halves side by side: passed, and in
+    /// brackets how many answers stated the value.
+    pub fn table(&self) -> String {
+        let mut out = String::from(
+            "recorded (tests/eval/scores.toml): passed (value in the answer), development | held out\n",
+        );
+        for score in &self.scores {
+            out.push_str(&format!(
+                "{}  {:>5} ({:>5}) | {:>5} ({:>5})  {}\n",
+                score.date,
+                score.dev,
+                score.dev_answer,
+                score.held_out,
+                score.held_out_answer,
+                score.what
+            ));
+        }
+        out
     }
 }
 

@@ -7,14 +7,17 @@
 
 use serde_json::{Map, Value, json};
 
+use super::answer_grammar::Quotable;
 use super::conversation_values::{Held, takes_text, types};
 use crate::llm::{ChatRequest, Message, ToolDefinition, openai};
 
 /// `request` as the local model gets it, or `None` when that is `request` itself; with
-/// `hold_answers`, an answer to a tool's result is held to the result's values.
+/// `hold_answers`, an answer to the run's tool results is held to their values.
 pub(super) fn adapted(request: &ChatRequest, hold_answers: bool) -> Option<ChatRequest> {
     let answering = matches!(request.messages.last(), Some(Message::ToolResult { .. }));
-    let grammar = if hold_answers {
+    // After a failure the model may mend its call, so the tools stay offered and the answer
+    // free; should it answer instead, the provider asks again, held (see `held`).
+    let grammar = if hold_answers && !latest_results_failed(&request.messages) {
         answer_grammar(&request.messages)
     } else {
         None
@@ -42,46 +45,88 @@ pub(super) fn adapted(request: &ChatRequest, hold_answers: bool) -> Option<ChatR
         adapted.tools = tools;
     }
     if let Some(grammar) = grammar {
-        // The answer, held to the result's values. llama-server refuses a grammar with
-        // tools, so this round offers none; the chat template still shows the model the
-        // tools it saw (by name, description and parameter names), from `answer_tools`, so
-        // that the prompt (and the server's cache of it) stays as it was.
-        let shown: Vec<_> = request.tools.iter().map(openai::offered).collect();
-        adapted.extra.insert("grammar".to_owned(), json!(grammar));
-        adapted.extra.insert(
-            "chat_template_kwargs".to_owned(),
-            json!({ "answer_tools": shown }),
-        );
-        adapted.tools.clear();
+        hold(&mut adapted, request, grammar);
     }
     Some(adapted)
 }
 
-/// After one successful tool result, the grammar of an answer that states one of its
-/// values (see [`answer_grammar`](super::answer_grammar)); `None` after a failure (the
-/// model may mend its call), after several results at once, or when the result has no value
-/// to state.
-fn answer_grammar(messages: &[Message]) -> Option<String> {
-    let [
-        ..,
-        before,
-        Message::ToolResult {
-            content,
-            is_error: false,
-            ..
-        },
-    ] = messages
-    else {
-        return None;
-    };
-    if matches!(before, Message::ToolResult { .. }) {
+/// `request`, a round that answers tool results, with the answer held to the values of the
+/// run's results and no tools offered: what the provider sends when the model answered a
+/// round left free (after a failure) with text instead of a call. `None` when the round
+/// answers no tool result.
+pub(super) fn held(request: &ChatRequest) -> Option<ChatRequest> {
+    if !matches!(request.messages.last(), Some(Message::ToolResult { .. })) {
         return None;
     }
-    let question = messages.iter().rev().find_map(|message| match message {
-        Message::User { text } => Some(text.as_str()),
-        _ => None,
-    })?;
-    super::answer_grammar::grammar(question, content)
+    let grammar = answer_grammar(&request.messages)?;
+    let mut held = request.clone();
+    held.extra.insert("dry_multiplier".to_owned(), json!(0.8));
+    hold(&mut held, request, grammar);
+    Some(held)
+}
+
+/// Holds `adapted`'s answer to `grammar`. llama-server refuses a grammar with tools, so the
+/// round offers none; the chat template still shows the model the tools it saw (by name,
+/// description and parameter names), from `answer_tools`, so that the prompt (and the
+/// server's cache of it) stays as it was.
+fn hold(adapted: &mut ChatRequest, request: &ChatRequest, grammar: String) {
+    let shown: Vec<_> = request.tools.iter().map(openai::offered).collect();
+    adapted.extra.insert("grammar".to_owned(), json!(grammar));
+    adapted.extra.insert(
+        "chat_template_kwargs".to_owned(),
+        json!({ "answer_tools": shown }),
+    );
+    adapted.tools.clear();
+}
+
+/// Whether a call of the latest turn failed (the results at the end of `messages`).
+fn latest_results_failed(messages: &[Message]) -> bool {
+    messages
+        .iter()
+        .rev()
+        .map_while(|message| match message {
+            Message::ToolResult { is_error, .. } => Some(*is_error),
+            _ => None,
+        })
+        .any(|failed| failed)
+}
+
+/// When the conversation ends with tool results, the grammar of an answer that states
+/// values of the run's results (those since the latest request; see
+/// [`answer_grammar`](super::answer_grammar)), a sentence for each result of the latest
+/// turn at most. A result is all the answer may quote: it never states a value no tool
+/// returned.
+fn answer_grammar(messages: &[Message]) -> Option<String> {
+    let latest = messages
+        .iter()
+        .rev()
+        .take_while(|message| matches!(message, Message::ToolResult { .. }))
+        .count();
+    if latest == 0 {
+        return None;
+    }
+    let asked = messages
+        .iter()
+        .rposition(|message| matches!(message, Message::User { .. }));
+    let question = match asked.map(|at| &messages[at]) {
+        Some(Message::User { text }) => text.as_str(),
+        _ => "",
+    };
+    let since_asked = &messages[asked.map_or(0, |at| at + 1)..];
+    let mut results: Vec<(&str, bool)> = since_asked[since_asked.len().saturating_sub(latest)..]
+        .iter()
+        .filter_map(quotable)
+        .collect();
+    // The latest turn's results, or, when every one of them failed, every result of the
+    // run (the latest first): an earlier one may hold the answer.
+    if results.iter().all(|&(_, failed)| failed) {
+        results = since_asked.iter().rev().filter_map(quotable).collect();
+    }
+    let results: Vec<Quotable<'_>> = results
+        .into_iter()
+        .map(|(content, failed)| Quotable { content, failed })
+        .collect();
+    super::answer_grammar::grammar(question, &results, latest)
 }
 
 /// `tools` with each parameter narrowed to the values of the conversation it could take,
@@ -169,6 +214,16 @@ fn strings_written_after(properties: &Map<String, Value>, required: &[String]) -
         })
         .map(|(_, (name, _))| (*name).clone())
         .collect()
+}
+
+/// A tool result's content and whether its call failed; `None` for another message.
+fn quotable(message: &Message) -> Option<(&str, bool)> {
+    match message {
+        Message::ToolResult {
+            content, is_error, ..
+        } => Some((content.as_str(), *is_error)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -297,18 +352,77 @@ mod tests {
             result(r#"{"time": "14:02:20"}"#),
         ];
         let sent = adapted(&request(both)).expect("an answering round");
-        assert!(
-            sent.extra.get("grammar").is_none() && sent.tools.len() == 1,
-            "several results at once: the answer may need both"
+        assert_eq!(
+            sent.extra["grammar"],
+            json!(
+                "root ::= statement ( \" \" statement )?\n\
+                 statement ::= \"The time is 04:02:20.\" | \"The time is 14:02:20.\"\n"
+            ),
+            "several results at once: a sentence for each, at most"
         );
+        assert!(sent.tools.is_empty());
         let nothing = vec![Message::user("Delete the draft."), result("")];
         let sent = adapted(&request(nothing)).expect("an answering round");
-        assert!(
-            sent.extra.get("grammar").is_none()
-                && sent.extra.get("chat_template_kwargs").is_none()
-                && sent.tools.len() == 1,
-            "a result with no value to state holds nothing"
+        assert_eq!(
+            sent.extra["grammar"],
+            json!("root ::= \"Done.\"\n"),
+            "a result with no value to state: an answer that states none"
         );
+    }
+
+    #[test]
+    fn a_held_answer_quotes_only_the_results_of_the_run() {
+        let failed = Message::ToolResult {
+            call_id: "2".into(),
+            name: "list_files".into(),
+            content: "no such directory: /date".into(),
+            is_error: true,
+            images: Vec::new(),
+        };
+        let earlier_run = vec![Message::user("the time?"), result(r#"{"time": "09:41"}"#)];
+        let mut messages = earlier_run.clone();
+        messages.extend([
+            Message::Assistant {
+                text: "The time is 09:41.".into(),
+                tool_calls: Vec::new(),
+            },
+            Message::user("list the files in /data"),
+            failed.clone(),
+        ]);
+        let free = adapted(&request(messages.clone())).expect("an answering round");
+        assert!(
+            free.extra.get("grammar").is_none() && free.tools.len() == 1,
+            "after a failure the model may mend its call"
+        );
+        let sent = held(&free).expect("a round that answers a result");
+        assert_eq!(
+            sent.extra["grammar"],
+            json!("root ::= \"The call failed: no such directory: /date.\"\n"),
+            "what the run's results hold, and not an earlier run's 09:41"
+        );
+        assert!(sent.tools.is_empty());
+
+        let call = |id: &str| Message::Assistant {
+            text: String::new(),
+            tool_calls: vec![crate::llm::ToolCall {
+                id: id.into(),
+                name: "list_files".into(),
+                arguments: r#"{"path": "/data"}"#.into(),
+            }],
+        };
+        messages.extend([
+            call("3"),
+            result(r#"["a.csv", "b.txt"]"#),
+            call("4"),
+            failed,
+        ]);
+        let sent = held(&request(messages)).expect("a round that answers a result");
+        assert_eq!(
+            sent.extra["grammar"],
+            json!("root ::= \"The result is a.csv, b.txt.\"\n"),
+            "the latest call failed: a value of an earlier result of the run"
+        );
+        assert!(held(&request(vec![Message::user("hi")])).is_none());
     }
 
     #[test]

@@ -1,12 +1,14 @@
-//! The local model's answer to a tool's result, held to the values the result holds.
+//! The local model's answer to the run's tool results, held to the values they hold.
 //!
 //! Answering freely from a result, the 270M model copies values wrongly (digits moved,
-//! doubled or changed, a date's month off by one, a separator where there was none) and
-//! picks a value that answers nothing (the byte count of a text, asked for its hash). Here its
-//! answer is held, through the server's grammar, to one sentence stating one value of the
-//! result, exactly as the result has it: "The checksum is b94d27b9....", "The time is
-//! 04:02:20.". Where the question names some of the result's fields ("What time ...",
-//! "how many words ..."), only those are offered; the model picks among what is left.
+//! doubled or changed, a date's month off by one, a separator where there was none), picks a
+//! value that answers nothing (the byte count of a text, asked for its hash), and states
+//! values no tool returned (the "09:41" of the chat template's worked example). Here its
+//! answer is held, through the server's grammar, to sentences stating values of the run's
+//! results, exactly as the results have them: "The checksum is b94d27b9....", "The time is
+//! 04:02:20.". Where the question names some of the results' fields ("What time ...",
+//! "how many words ..."), only those are offered; the model picks among what is left. A
+//! result with no value to quote, or a failed call, gives a sentence that quotes none.
 
 use serde_json::Value;
 
@@ -15,20 +17,86 @@ use crate::english::{stem, words};
 /// A value longer than this is not offered (the model would have to copy it whole).
 const MAX_VALUE_CHARS: usize = 600;
 
-/// A GBNF grammar for an answer to `question` from a tool's `result`: "The <field> is
-/// <value>." for each field of a JSON object, "The result is <value>." for a plain value,
-/// a list or a text. `None` when the result offers no value to state (an empty result, or
-/// only values too long to copy).
-pub(super) fn grammar(question: &str, result: &str) -> Option<String> {
-    let statements: Vec<String> = narrowed(question, candidates(result))
+/// A tool result of the run, as the answer may quote it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Quotable<'a> {
+    /// What the tool returned, or what went wrong.
+    pub content: &'a str,
+    /// Whether the call failed.
+    pub failed: bool,
+}
+
+/// A GBNF grammar for an answer to `question` from the run's `results`: up to `sentences`
+/// sentences, each "The <field> is <value>." for a field of a JSON object ("The number of
+/// <fields> is <n>." for a count), "The result is <value>." for a plain value, a list or a
+/// text, with every value exactly as a result has it. When no result has a value to state,
+/// a sentence that states none: "Done." for an empty result, "The call failed: <why>." for
+/// a failure, "The result has no short value to quote." for a long or nested one. `None`
+/// only when there is no result.
+pub(super) fn grammar(
+    question: &str,
+    results: &[Quotable<'_>],
+    sentences: usize,
+) -> Option<String> {
+    let values: Vec<Candidate> = results
+        .iter()
+        .filter(|result| !result.failed)
+        .flat_map(|result| candidates(result.content))
+        .collect();
+    let mut statements: Vec<String> = narrowed(question, values)
         .into_iter()
         .map(|candidate| candidate.sentence())
         .collect();
     if statements.is_empty() {
+        statements = results.iter().map(|result| without_value(result)).collect();
+    }
+    let mut seen = std::collections::HashSet::new();
+    statements.retain(|statement| seen.insert(statement.clone()));
+    if statements.is_empty() {
         return None;
     }
-    let choices: Vec<String> = statements.iter().map(|s| literal(s)).collect();
-    Some(format!("root ::= {}\n", choices.join(" | ")))
+    let choices = statements
+        .iter()
+        .map(|s| literal(s))
+        .collect::<Vec<String>>()
+        .join(" | ");
+    if sentences <= 1 {
+        return Some(format!("root ::= {choices}\n"));
+    }
+    // Several results at once may each answer part of the question: one sentence each, at
+    // most, one after the other.
+    let mut root = "statement".to_owned();
+    for _ in 1..sentences {
+        root = format!("statement ( \" \" {root} )?");
+    }
+    Some(format!("root ::= {root}\nstatement ::= {choices}\n"))
+}
+
+/// The sentence for a result that has no value to state: it quotes nothing but what went
+/// wrong, when the call failed and says so briefly.
+fn without_value(result: &Quotable<'_>) -> String {
+    let text = result.content.trim();
+    if result.failed {
+        let first_line = text.lines().next().unwrap_or_default().trim();
+        if !first_line.is_empty() && first_line.chars().count() <= 200 {
+            return format!("The call failed: {}", ended(first_line));
+        }
+        return "The call failed.".to_owned();
+    }
+    if text.is_empty() {
+        "Done.".to_owned()
+    } else {
+        "The result has no short value to quote.".to_owned()
+    }
+}
+
+/// `text` with a full stop at its end, unless it ends a sentence already.
+fn ended(text: &str) -> String {
+    if text.ends_with(['.', '!', '?']) {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
 }
 
 /// One value the answer may state, and the field it came from.
@@ -37,35 +105,50 @@ struct Candidate {
     /// The field's name in words ("utc offset"); `None` for the whole result.
     label: Option<String>,
     value: String,
-    /// Whether the value lists several (only said of a field: "The results are ...").
-    list: bool,
 }
 
 impl Candidate {
+    /// The sentence that states it, its verb agreeing with the field's name: "The time is
+    /// 04:02.", "The matches are a, b."; a count of a plural field is "The number of lines
+    /// is 3." (right for 1 as for 3, where "There are 1 lines" and "The lines is 3" are not).
     fn sentence(&self) -> String {
-        let end = if self.value.ends_with(['.', '!', '?']) {
-            ""
-        } else {
-            "."
+        let Some(label) = &self.label else {
+            return ended(&format!("The result is {}", self.value));
         };
-        match &self.label {
-            Some(label) => {
-                let verb = if self.list { "are" } else { "is" };
-                format!("The {label} {verb} {}{end}", self.value)
-            }
-            None => format!("The result is {}{end}", self.value),
-        }
+        let plural = plural(label);
+        let sentence = if plural && is_number(&self.value) {
+            format!("The number of {label} is {}", self.value)
+        } else if plural {
+            format!("The {label} are {}", self.value)
+        } else {
+            format!("The {label} is {}", self.value)
+        };
+        ended(&sentence)
     }
+}
+
+/// Whether a field's name in words names several things: its last word an English plural
+/// ("lines", "unique words", "matches"), not a singular ending in s ("status", "address",
+/// "analysis", which [`stem`] leaves as they are).
+fn plural(label: &str) -> bool {
+    let Some(last) = label.split(' ').next_back() else {
+        return false;
+    };
+    last.ends_with('s') && stem(last).len() < last.len()
+}
+
+/// Whether `value` is a number, as [`scalar`] writes one (a unit after it allowed).
+fn is_number(value: &str) -> bool {
+    value
+        .split(' ')
+        .next()
+        .is_some_and(|number| number.parse::<f64>().is_ok())
 }
 
 /// The values of `result` worth stating: each scalar or list field of an object, or the
 /// whole result.
 fn candidates(result: &str) -> Vec<Candidate> {
-    let whole = |value: String| Candidate {
-        label: None,
-        value,
-        list: false,
-    };
+    let whole = |value: String| Candidate { label: None, value };
     let Ok(json) = serde_json::from_str::<Value>(result) else {
         let text = result.trim();
         return short(text)
@@ -78,9 +161,9 @@ fn candidates(result: &str) -> Vec<Candidate> {
             .iter()
             .filter_map(|(key, value)| {
                 let (label, unit) = label(key);
-                let (value, list) = match value {
-                    Value::Array(items) => (listed(items)?, items.len() > 1),
-                    other => (scalar(other)?, false),
+                let value = match value {
+                    Value::Array(items) => listed(items)?,
+                    other => scalar(other)?,
                 };
                 let value = match unit {
                     Some(unit) => format!("{value} {unit}"),
@@ -89,7 +172,6 @@ fn candidates(result: &str) -> Vec<Candidate> {
                 Some(Candidate {
                     label: Some(label),
                     value,
-                    list,
                 })
             })
             .collect(),
@@ -278,22 +360,72 @@ fn literal(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The grammar of a one-sentence answer to one successful result.
+    fn one(question: &str, result: &str) -> Option<String> {
+        grammar(
+            question,
+            &[Quotable {
+                content: result,
+                failed: false,
+            }],
+            1,
+        )
+    }
+
     #[test]
     fn a_named_field_is_the_only_choice() {
         let result = r#"{"date":"2026-11-24","time":"04:02:20","time_zone":"Asia/Tokyo"}"#;
         assert_eq!(
-            grammar("Tell me the time in Lima.", result).unwrap(),
+            one("Tell me the time in Lima.", result).unwrap(),
             "root ::= \"The time is 04:02:20.\"\n"
         );
         let stats = r#"{"words": 9, "unique_words": 8, "sentences": 0}"#;
         assert_eq!(
-            grammar("Count how many words there are: a b", stats).unwrap(),
-            "root ::= \"The words is 9.\"\n"
+            one("Count how many words there are: a b", stats).unwrap(),
+            "root ::= \"The number of words is 9.\"\n"
         );
         assert_eq!(
-            grammar("count the sentence in: I came.", stats).unwrap(),
-            "root ::= \"The sentences is 0.\"\n"
+            one("count the sentence in: I came.", stats).unwrap(),
+            "root ::= \"The number of sentences is 0.\"\n"
         );
+    }
+
+    #[test]
+    fn the_verb_agrees_with_the_field_and_a_count_of_a_plural_says_so() {
+        let sentence = |label: &str, value: &str| {
+            Candidate {
+                label: Some(label.to_owned()),
+                value: value.to_owned(),
+            }
+            .sentence()
+        };
+        // A count of a plural: right for one as for several.
+        assert_eq!(sentence("lines", "3"), "The number of lines is 3.");
+        assert_eq!(sentence("lines", "1"), "The number of lines is 1.");
+        assert_eq!(
+            sentence("unique words", "8"),
+            "The number of unique words is 8."
+        );
+        assert_eq!(
+            sentence("replacements", "1"),
+            "The number of replacements is 1."
+        );
+        assert_eq!(sentence("matches", "0"), "The number of matches is 0.");
+        // A plural that is not a count; singulars, those ending in s among them.
+        assert_eq!(
+            sentence("matches", "a@b.c, d@e.f"),
+            "The matches are a@b.c, d@e.f."
+        );
+        assert_eq!(sentence("top words", "the"), "The top words are the.");
+        assert_eq!(sentence("count", "2"), "The count is 2.");
+        assert_eq!(sentence("status", "ok"), "The status is ok.");
+        assert_eq!(sentence("address", "x@y.z"), "The address is x@y.z.");
+        assert_eq!(sentence("analysis", "done"), "The analysis is done.");
+        assert_eq!(
+            sentence("temperature", "-4 °C"),
+            "The temperature is -4 °C."
+        );
+        assert_eq!(sentence("bytes", "23"), "The number of bytes is 23.");
     }
 
     #[test]
@@ -302,13 +434,13 @@ mod tests {
         let now = r#"{"timezone": "Asia/Tokyo", "datetime": "2026-11-24T07:32:11+09:00",
             "day_of_week": "Tuesday", "is_dst": false}"#;
         assert_eq!(
-            grammar("Tell me the time in Lima.", now).unwrap(),
+            one("Tell me the time in Lima.", now).unwrap(),
             "root ::= \"The datetime is 2026-11-24T07:32:11+09:00.\"\n"
         );
         let stats = r#"{"path": "/data/a.txt", "lines": 3}"#;
         assert_eq!(
-            grammar("how many in /data/a.txt?", stats).unwrap(),
-            "root ::= \"The lines is 3.\"\n"
+            one("how many in /data/a.txt?", stats).unwrap(),
+            "root ::= \"The number of lines is 3.\"\n"
         );
         assert!(has_clock_time("4:02") && has_clock_time("at 04:02:20"));
         assert!(!has_clock_time("Asia/Tokyo") && !has_clock_time("1:2"));
@@ -317,22 +449,22 @@ mod tests {
 
     #[test]
     fn every_field_when_the_question_names_none() {
-        let weather = r#"{"condition":"Clear","temperature_c":34.0,"wind_kmh":9.5}"#;
+        let weather = r#"{"condition":"Fog","temperature_c":8.0,"wind_kmh":4.5}"#;
         assert_eq!(
-            grammar("is it warm in Cairo?", weather).unwrap(),
-            "root ::= \"The condition is Clear.\" | \"The temperature is 34 °C.\" | \
-             \"The wind is 9.5 km/h.\"\n"
+            one("should I cycle in Quito?", weather).unwrap(),
+            "root ::= \"The condition is Fog.\" | \"The temperature is 8 °C.\" | \
+             \"The wind is 4.5 km/h.\"\n"
         );
     }
 
     #[test]
     fn plain_values_lists_and_texts() {
         assert_eq!(
-            grammar("add 1 and 2", "6912.0").unwrap(),
+            one("add 1 and 2", "6912.0").unwrap(),
             "root ::= \"The result is 6912.\"\n"
         );
         assert_eq!(
-            grammar(
+            one(
                 "what files?",
                 r#"[{"kind":"file","name":"a.csv"},{"kind":"file","name":"b.txt"}]"#
             )
@@ -340,11 +472,11 @@ mod tests {
             "root ::= \"The result is a.csv, b.txt.\"\n"
         );
         assert_eq!(
-            grammar("show it", "Report\n\n\"Sales\" rose.\n").unwrap(),
+            one("show it", "Report\n\n\"Sales\" rose.\n").unwrap(),
             "root ::= \"The result is Report\\n\\n\\\"Sales\\\" rose.\"\n"
         );
         assert_eq!(
-            grammar(
+            one(
                 "what is there?",
                 r#"[{"kind": "file", "name": "notes.txt"}]"#
             )
@@ -354,15 +486,60 @@ mod tests {
         );
         let matches = r#"{"count": 2, "matches": [{"match": "a@b.c"}, {"match": "d@e.f"}]}"#;
         assert_eq!(
-            grammar("list the emails in: ...", matches).unwrap(),
+            one("list the emails in: ...", matches).unwrap(),
             "root ::= \"The count is 2.\" | \"The matches are a@b.c, d@e.f.\"\n"
         );
     }
 
     #[test]
-    fn nothing_to_state_leaves_the_answer_free() {
-        assert_eq!(grammar("read it", ""), None);
-        assert_eq!(grammar("read it", &"x".repeat(MAX_VALUE_CHARS + 1)), None);
-        assert_eq!(grammar("read it", r#"{"nested": {"a": 1}}"#), None);
+    fn a_result_with_nothing_to_state_gives_a_sentence_that_states_nothing() {
+        assert_eq!(one("delete it", "").unwrap(), "root ::= \"Done.\"\n");
+        let nothing = "root ::= \"The result has no short value to quote.\"\n";
+        assert_eq!(
+            one("read it", &"x".repeat(MAX_VALUE_CHARS + 1)).unwrap(),
+            nothing
+        );
+        assert_eq!(one("read it", r#"{"nested": {"a": 1}}"#).unwrap(), nothing);
+        assert_eq!(
+            grammar("read it", &[], 1),
+            None,
+            "no result, nothing to hold"
+        );
+    }
+
+    #[test]
+    fn the_answer_quotes_only_the_runs_results_failures_included() {
+        let failed = Quotable {
+            content: "invalid arguments: send `path`\nmore detail",
+            failed: true,
+        };
+        let listed = Quotable {
+            content: r#"["a.csv", "b.txt"]"#,
+            failed: false,
+        };
+        assert_eq!(
+            grammar("list the files", &[failed], 1).unwrap(),
+            "root ::= \"The call failed: invalid arguments: send `path`.\"\n",
+            "a failure alone: what went wrong, and nothing else"
+        );
+        assert_eq!(
+            grammar("list the files", &[failed, listed], 1).unwrap(),
+            "root ::= \"The result is a.csv, b.txt.\"\n",
+            "a value of the run, once there is one"
+        );
+        let tokyo = Quotable {
+            content: r#"{"time": "07:32"}"#,
+            failed: false,
+        };
+        let lima = Quotable {
+            content: r#"{"time": "17:32"}"#,
+            failed: false,
+        };
+        assert_eq!(
+            grammar("the time in Tokyo and in Lima?", &[tokyo, lima], 2).unwrap(),
+            "root ::= statement ( \" \" statement )?\n\
+             statement ::= \"The time is 07:32.\" | \"The time is 17:32.\"\n",
+            "several results at once: a sentence each, at most"
+        );
     }
 }

@@ -246,11 +246,45 @@ impl Provider for LocalModel {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        self.provider.chat(request, on_text)
+        if self.rules.holds_answers {
+            Box::pin(answer_held(self.provider.as_ref(), request, on_text))
+        } else {
+            self.provider.chat(request, on_text)
+        }
     }
 
     fn rules(&self) -> Arc<dyn ModelRules> {
         Arc::new(self.rules)
+    }
+}
+
+/// `provider`'s reply to `request`, where no answer to tool results is free: a round that
+/// answers them is either held to their values already (`adapt` gave it a grammar), or left
+/// free for the model to mend a failed call; should the model answer such a round with text
+/// instead of a call, that text is dropped (it was never passed on) and the round asked
+/// again, held to the values of the run's results. So the model's answer after a tool result
+/// can state no value that no tool returned.
+async fn answer_held(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    on_text: &mut (dyn FnMut(&str) + Send),
+) -> Result<ChatResponse, ProviderError> {
+    let free_answer = !request.extra.contains_key("grammar")
+        && matches!(
+            request.messages.last(),
+            Some(super::Message::ToolResult { .. })
+        );
+    if !free_answer {
+        return provider.chat(request, on_text).await;
+    }
+    let reply = provider.chat(request, &mut |_| {}).await?;
+    if !reply.tool_calls.is_empty() {
+        return Ok(reply);
+    }
+    match adapt::held(request) {
+        Some(held) => provider.chat(&held, on_text).await,
+        // Not reached: a request that ends with a tool result always has a grammar.
+        None => Ok(reply),
     }
 }
 
@@ -324,4 +358,162 @@ fn capture_log(child: &mut Child) -> Log {
 fn free_port() -> std::io::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+    use crate::llm::{FinishReason, Message, ToolCall, ToolChoice, ToolDefinition};
+
+    /// Plays the model: answers each request with the next of `replies`, as text streamed
+    /// whole, and keeps the requests.
+    struct Scripted {
+        replies: Mutex<VecDeque<ChatResponse>>,
+        asked: Mutex<Vec<ChatRequest>>,
+    }
+
+    impl Provider for Scripted {
+        fn describe(&self) -> String {
+            "a scripted model".into()
+        }
+
+        fn chat<'a>(
+            &'a self,
+            request: &'a ChatRequest,
+            on_text: &'a mut (dyn FnMut(&str) + Send),
+        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+            self.asked.lock().unwrap().push(request.clone());
+            let reply = self.replies.lock().unwrap().pop_front().expect("a reply");
+            on_text(&reply.text);
+            Box::pin(async move { Ok(reply) })
+        }
+    }
+
+    fn text(text: &str) -> ChatResponse {
+        ChatResponse {
+            text: text.into(),
+            tool_calls: Vec::new(),
+            finish: FinishReason::Stop,
+            usage: None,
+        }
+    }
+
+    fn scripted(replies: Vec<ChatResponse>) -> Scripted {
+        Scripted {
+            replies: Mutex::new(replies.into()),
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The round after a failed `list_files` call, as `adapt` leaves it: free, tools offered.
+    fn after_a_failure() -> ChatRequest {
+        let request = ChatRequest {
+            messages: vec![
+                Message::user("list the files in /data"),
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "1".into(),
+                        name: "list_files".into(),
+                        arguments: r#"{"path": "/dta"}"#.into(),
+                    }],
+                },
+                Message::ToolResult {
+                    call_id: "1".into(),
+                    name: "list_files".into(),
+                    content: "no such directory: /dta".into(),
+                    is_error: true,
+                    images: Vec::new(),
+                },
+            ],
+            tools: vec![ToolDefinition {
+                name: "list_files".into(),
+                description: "Lists a directory.".into(),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            }],
+            tool_choice: ToolChoice::Auto,
+            temperature: Some(0.0),
+            max_tokens: Some(100),
+            stream: true,
+            extra: Map::new(),
+        };
+        adapt::adapted(&request, true).expect("an answering round")
+    }
+
+    #[tokio::test]
+    async fn text_that_answers_a_result_freely_is_dropped_and_asked_for_again_held() {
+        let request = after_a_failure();
+        assert!(
+            !request.extra.contains_key("grammar"),
+            "free to mend its call"
+        );
+        // What the model answered such a round with: the time in the chat template's
+        // worked example, which no tool returned.
+        let model = scripted(vec![
+            text("The result is 09:41."),
+            text("The call failed: no such directory: /dta."),
+        ]);
+        let mut shown = String::new();
+        let reply = answer_held(&model, &request, &mut |t| shown.push_str(t))
+            .await
+            .unwrap();
+        assert_eq!(reply.text, "The call failed: no such directory: /dta.");
+        assert_eq!(shown, reply.text, "the free text never reached the caller");
+        let asked = model.asked.lock().unwrap();
+        assert_eq!(asked.len(), 2);
+        assert_eq!(
+            asked[1].extra["grammar"],
+            json!("root ::= \"The call failed: no such directory: /dta.\"\n"),
+            "asked again, held to what the run's results hold"
+        );
+        assert!(asked[1].tools.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_mended_call_and_a_held_answer_go_through_once() {
+        let request = after_a_failure();
+        let mended = ChatResponse {
+            tool_calls: vec![ToolCall {
+                id: "2".into(),
+                name: "list_files".into(),
+                arguments: r#"{"path": "/data"}"#.into(),
+            }],
+            finish: FinishReason::ToolCalls,
+            ..text("")
+        };
+        let model = scripted(vec![mended]);
+        let reply = answer_held(&model, &request, &mut |_| {}).await.unwrap();
+        assert_eq!(reply.tool_calls.len(), 1);
+        assert_eq!(model.asked.lock().unwrap().len(), 1);
+
+        let mut held = request.clone();
+        held.messages.push(Message::Assistant {
+            text: String::new(),
+            tool_calls: reply.tool_calls.clone(),
+        });
+        held.messages.push(Message::ToolResult {
+            call_id: "2".into(),
+            name: "list_files".into(),
+            content: r#"["a.csv"]"#.into(),
+            is_error: false,
+            images: Vec::new(),
+        });
+        let held = adapt::adapted(&held, true).expect("held");
+        let model = scripted(vec![text("The result is a.csv.")]);
+        let mut shown = String::new();
+        let reply = answer_held(&model, &held, &mut |t| shown.push_str(t))
+            .await
+            .unwrap();
+        assert_eq!(
+            (reply.text.as_str(), shown.as_str()),
+            ("The result is a.csv.", "The result is a.csv.")
+        );
+        assert_eq!(
+            model.asked.lock().unwrap().len(),
+            1,
+            "held already: asked once"
+        );
+    }
 }
