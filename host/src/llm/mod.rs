@@ -15,6 +15,7 @@ mod http;
 mod json_in_text;
 pub mod local;
 mod openai;
+mod retry;
 mod rules;
 mod sse;
 mod wire;

@@ -29,7 +29,7 @@ use crate::manifest::mcp_auth::ClientIdentity;
 /// (a server that always asks for more scope must not loop).
 const MAX_RENEWALS: u32 = 3;
 
-type HttpError = StreamableHttpError<reqwest13::Error>;
+type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// How a token the server turned down is replaced during a run.
 #[derive(Clone)]
@@ -43,7 +43,7 @@ enum Renewal {
 /// rmcp's authorizing client for one server.
 #[derive(Clone)]
 pub(crate) struct Authorized {
-    inner: AuthClient<reqwest13::Client>,
+    inner: AuthClient<reqwest::Client>,
     server: Arc<ServerAuth>,
     renewal: Option<Renewal>,
     /// Renewals since the last request that went through.
@@ -53,7 +53,7 @@ pub(crate) struct Authorized {
 /// The client for `server`: with its stored login (metadata discovered again to check the
 /// authorization server is the one that issued it), or client credentials exchanged now.
 pub(crate) async fn http_client(server: ServerAuth) -> anyhow::Result<Authorized> {
-    let http = reqwest13::Client::default();
+    let http = crate::tls::client_builder()?.build()?;
     let server = Arc::new(server);
     let (manager, renewal) = if server.has_static_authorization() {
         (manager_for(&server, false).await?, None)
@@ -120,7 +120,7 @@ async fn client_credentials(
 /// The `WWW-Authenticate` challenge `server` answers a request without a token with, if it
 /// asks for authorization.
 pub(super) async fn challenge(server: &ServerAuth) -> anyhow::Result<Option<String>> {
-    let client = reqwest::Client::builder()
+    let client = crate::tls::client_builder()?
         .timeout(Duration::from_secs(30))
         .build()?;
     let mut request = client
@@ -162,7 +162,7 @@ impl Authorized {
     /// more scope) and a new one can be had without a person, gets it and runs `call` again.
     async fn retrying<T, F, Fut>(&self, call: F) -> Result<T, HttpError>
     where
-        F: Fn(AuthClient<reqwest13::Client>) -> Fut,
+        F: Fn(AuthClient<reqwest::Client>) -> Fut,
         Fut: Future<Output = Result<T, HttpError>>,
     {
         loop {
@@ -229,7 +229,7 @@ impl Authorized {
 }
 
 impl StreamableHttpClient for Authorized {
-    type Error = reqwest13::Error;
+    type Error = reqwest::Error;
 
     async fn post_message(
         &self,

@@ -1,4 +1,5 @@
-//! A transport whose errors say which login to run when a server asks for authorization.
+//! A transport whose errors say which login to run when a server asks for authorization, and
+//! which setting trusts a server whose certificate is not trusted.
 
 use std::fmt;
 
@@ -64,6 +65,13 @@ impl<E: std::error::Error + 'static> fmt::Display for Explanation<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let server = &self.server;
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&self.source);
+        if crate::tls::is_untrusted_certificate(&self.source) {
+            return write!(
+                f,
+                "the TLS certificate of `{server}` is not trusted: {}",
+                crate::tls::UNTRUSTED_ADVICE
+            );
+        }
         while let Some(current) = cause {
             if current.downcast_ref::<AuthRequiredError>().is_some() {
                 return write!(
