@@ -115,18 +115,26 @@ pub(crate) fn client_builder() -> Result<reqwest::ClientBuilder, CaBundleError> 
 pub(crate) fn is_untrusted_certificate(error: &(dyn Error + 'static)) -> bool {
     let mut cause = Some(error);
     while let Some(current) = cause {
-        // An `io::Error`'s `source()` skips the error it wraps: look inside it too.
-        let wrapped = current
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref)
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-        let refused = current.downcast_ref::<rustls::Error>().or(wrapped);
-        if matches!(refused, Some(rustls::Error::InvalidCertificate(_))) {
+        if matches!(
+            rustls_error(current),
+            Some(rustls::Error::InvalidCertificate(_))
+        ) {
             return true;
         }
         cause = current.source();
     }
     false
+}
+
+/// `error` as rustls's error, also when it is wrapped in `io::Error`s (tokio-rustls wraps it
+/// in one, hyper-rustls that in another): an `io::Error`'s `source()` skips the error it
+/// wraps, so the chain of causes alone never reaches it.
+fn rustls_error<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(refused) = error.downcast_ref::<rustls::Error>() {
+        return Some(refused);
+    }
+    let wrapped = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    rustls_error(wrapped)
 }
 
 #[cfg(test)]
@@ -161,6 +169,8 @@ mod tests {
         let refused = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
         let io = std::io::Error::new(std::io::ErrorKind::InvalidData, refused);
         assert!(is_untrusted_certificate(&io));
+        let twice = std::io::Error::other(io);
+        assert!(is_untrusted_certificate(&twice));
         let other = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
         assert!(!is_untrusted_certificate(&other));
     }

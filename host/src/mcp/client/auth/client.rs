@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_client::{
 };
 
 use super::browser::Browser;
+use super::explained::Untrusted;
 use super::login;
 use super::server::{ServerAuth, manager_for};
 use crate::manifest::mcp_auth::ClientIdentity;
@@ -166,7 +167,9 @@ impl Authorized {
         Fut: Future<Output = Result<T, HttpError>>,
     {
         loop {
-            let result = call(self.inner.clone()).await;
+            let result = call(self.inner.clone())
+                .await
+                .map_err(|e| self.explained(e));
             let (challenge, more_scope) = match &result {
                 Ok(_) => {
                     self.renewals.store(0, Ordering::Relaxed);
@@ -224,6 +227,23 @@ impl Authorized {
                     return result;
                 }
             }
+        }
+    }
+}
+
+impl Authorized {
+    /// `error`, with a refused certificate told as such (see [`Untrusted`]).
+    fn explained(&self, error: HttpError) -> HttpError {
+        match error {
+            StreamableHttpError::Client(source)
+                if crate::tls::is_untrusted_certificate(&source) =>
+            {
+                StreamableHttpError::Io(std::io::Error::other(Untrusted {
+                    server: self.server.name.clone(),
+                    source,
+                }))
+            }
+            error => error,
         }
     }
 }
