@@ -124,7 +124,7 @@ impl HttpClient {
     ) -> Result<Answer, ProviderError> {
         let body = bytes::Bytes::from(body);
         let allowed = self.options.max_backoff.min(self.options.timeout);
-        let mut waits = backoff(&self.options, None);
+        let mut waits = backoff(self.options.initial_backoff, allowed, None);
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -5,20 +5,18 @@ use std::time::{Duration, SystemTime};
 
 use backon::{BackoffBuilder as _, ExponentialBuilder};
 
-use super::http::HttpOptions;
-
-/// The waits before retries, for requests that were not told how long to wait: from
-/// `initial_backoff`, doubling up to half the longest wait allowed (`max_backoff`, and never
-/// over `timeout`), each plus a random part of up to as much again, so that clients refused
-/// together (replicas on a 429) spread out, and none over the longest wait allowed. `seed`
-/// makes the random parts repeatable (tests).
+/// The waits before retries, for requests that were not told how long to wait: from `first`
+/// (`HttpOptions::initial_backoff`), doubling up to half of `allowed` (the longest wait
+/// allowed: `max_backoff`, never over `timeout`), each plus a random part of up to as much
+/// again, so that clients refused together (replicas on a 429) spread out, and none over
+/// `allowed`. `seed` makes the random parts repeatable (tests).
 pub(super) fn backoff(
-    options: &HttpOptions,
+    first: Duration,
+    allowed: Duration,
     seed: Option<u64>,
 ) -> impl Iterator<Item = Duration> + use<> {
-    let allowed = options.max_backoff.min(options.timeout);
     let mut builder = ExponentialBuilder::default()
-        .with_min_delay(options.initial_backoff)
+        .with_min_delay(first)
         .with_max_delay(allowed / 2)
         .with_factor(2.0)
         .with_jitter()
@@ -63,14 +61,9 @@ mod tests {
 
     #[test]
     fn waits_before_retries_double_within_their_bounds_with_a_random_part() {
-        let options = HttpOptions {
-            initial_backoff: Duration::from_millis(100),
-            max_backoff: Duration::from_secs(2),
-            ..HttpOptions::default()
-        };
-        let allowed = Duration::from_secs(2);
+        let (first, allowed) = (Duration::from_millis(100), Duration::from_secs(2));
         for seed in 0..50 {
-            let waits: Vec<Duration> = backoff(&options, Some(seed)).take(10).collect();
+            let waits: Vec<Duration> = backoff(first, allowed, Some(seed)).take(10).collect();
             for (n, wait) in waits.iter().enumerate() {
                 // 100, 200, 400, 800 ms, then half the longest wait allowed; backon counts
                 // in f32 seconds, hence the microsecond either way.
@@ -87,28 +80,24 @@ mod tests {
         // no two clients turned away together come back together.
         for retry in [0, 9] {
             let waits: std::collections::HashSet<Duration> = (0..50)
-                .map(|seed| backoff(&options, Some(seed)).nth(retry).unwrap())
+                .map(|seed| backoff(first, allowed, Some(seed)).nth(retry).unwrap())
                 .collect();
             assert!(waits.len() > 40, "retry {retry}: {waits:?}");
         }
         // Without a seed, each client draws its own.
         let first: Vec<Duration> = (0..20)
-            .map(|_| backoff(&options, None).next().unwrap())
+            .map(|_| backoff(first, allowed, None).next().unwrap())
             .collect();
         assert!(first.iter().any(|wait| *wait != first[0]), "{first:?}");
     }
 
     #[test]
     fn a_wait_longer_than_the_longest_allowed_is_cut_to_it() {
-        let options = HttpOptions {
-            initial_backoff: Duration::from_secs(30),
-            max_backoff: Duration::from_secs(60),
-            timeout: Duration::from_secs(10),
-            ..HttpOptions::default()
-        };
-        // The timeout (10 s) bounds every wait, a first wait of 30 s too; past the first,
-        // the waits keep their random part between half of it and all of it.
-        let waits: Vec<Duration> = backoff(&options, Some(7)).take(5).collect();
+        // The longest wait allowed (10 s: a timeout under `max_backoff`) bounds every wait, a
+        // first wait of 30 s too; past the first, the waits keep their random part between
+        // half of it and all of it.
+        let (first, allowed) = (Duration::from_secs(30), Duration::from_secs(10));
+        let waits: Vec<Duration> = backoff(first, allowed, Some(7)).take(5).collect();
         assert_eq!(waits[0], Duration::from_secs(10));
         for wait in &waits[1..] {
             assert!(
