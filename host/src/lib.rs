@@ -82,6 +82,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod source;
 mod spec;
+pub mod tls;
 mod toolbox;
 pub mod units;
 

@@ -17,6 +17,7 @@ mod local;
 mod mixed;
 mod relay;
 mod time;
+mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -432,7 +432,7 @@ async fn http_sessions_are_capped_expire_and_an_unknown_one_is_404() {
 #[tokio::test]
 async fn http_health_answers_only_allowed_hosts() {
     let server = HttpServer::start(&[CALCULATOR], &[]).await;
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let http = toolhost_tests::http_client().no_proxy().build().unwrap();
     let url = format!("http://{}/health", server.authority);
     let port = server.authority.rsplit(':').next().unwrap();
     let foreign = http

@@ -110,7 +110,7 @@ async fn post_stateless(
     mut params: Value,
 ) -> reqwest::Response {
     params["_meta"] = stateless_meta();
-    let mut request = reqwest::Client::builder()
+    let mut request = toolhost_tests::http_client()
         .no_proxy()
         .build()
         .unwrap()

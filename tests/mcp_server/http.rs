@@ -274,7 +274,9 @@ async fn stateless(
         all_meta[key] = value.clone();
     }
     params["_meta"] = all_meta;
-    let mut request = reqwest::Client::new()
+    let mut request = toolhost_tests::http_client()
+        .build()
+        .unwrap()
         .post(&server.url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

@@ -115,7 +115,7 @@ impl Haproxy {
             .kill_on_drop(true)
             .spawn()
             .expect("haproxy starts");
-        let http = reqwest::Client::builder()
+        let http = toolhost_tests::http_client()
             .no_proxy()
             .timeout(Duration::from_secs(2))
             .build()

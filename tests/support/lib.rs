@@ -11,6 +11,7 @@ pub mod model;
 pub mod peers;
 pub mod server;
 pub mod snapshot;
+pub mod tls;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -79,6 +80,14 @@ pub async fn load(path: &str, configure: impl FnOnce(&mut ComponentConfig)) -> T
         Ok(toolbox) => toolbox,
         Err(error) => panic!("loading {path} failed: {}", error::chain(&error)),
     }
+}
+
+/// A reqwest client builder for the tests' own requests. The host's reqwest has no crypto
+/// provider of its own (toolhost's `tls` module installs ring as the process's default), so
+/// a test process installs it the same way before it builds a client.
+pub fn http_client() -> reqwest::ClientBuilder {
+    toolhost::tls::install_crypto_provider();
+    reqwest::Client::builder()
 }
 
 /// The repository's root directory.

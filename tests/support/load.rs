@@ -53,7 +53,7 @@ pub struct RpcClient {
 impl RpcClient {
     /// A client of `url` whose every request gives up after `timeout`.
     pub fn new(url: &str, timeout: Duration) -> Self {
-        let http = reqwest::Client::builder()
+        let http = crate::http_client()
             .no_proxy()
             .timeout(timeout)
             .connect_timeout(timeout)

@@ -351,7 +351,7 @@ impl HttpServer {
 
     /// `GET PATH` (`/health`, say) from a client with no connection open yet.
     pub async fn get(&self, path: &str) -> reqwest::Result<reqwest::Response> {
-        reqwest::Client::builder()
+        crate::http_client()
             .no_proxy()
             .build()
             .expect("a client")
@@ -389,10 +389,7 @@ impl HttpClient {
     /// A client of `url`, not yet initialized.
     pub fn new(url: &str) -> Self {
         Self {
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("a client"),
+            http: crate::http_client().no_proxy().build().expect("a client"),
             url: url.to_owned(),
             session: None,
             headers: Vec::new(),

@@ -154,6 +154,11 @@ impl ScriptedModel {
         }
     }
 
+    /// `127.0.0.1:PORT`: where it listens (for a TLS front, say).
+    pub fn authority(&self) -> String {
+        self.server.authority()
+    }
+
     /// Every request received, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.server.requests()

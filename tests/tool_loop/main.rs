@@ -22,6 +22,7 @@ mod policies;
 mod readme;
 mod refusals;
 mod rules;
+mod tls;
 mod wire;
 
 use std::sync::Arc;

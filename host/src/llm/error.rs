@@ -125,6 +125,21 @@ pub enum ProviderError {
         source: reqwest::Error,
     },
 
+    /// The server's TLS certificate was refused: not issued by a CA the host trusts (the
+    /// platform's roots and [`TOOLHOST_CA_BUNDLE`](crate::tls::CA_BUNDLE_VARIABLE)), for
+    /// another name, or expired. Not retried.
+    #[error(
+        "the TLS certificate of {server} is not trusted: {}",
+        crate::tls::UNTRUSTED_ADVICE
+    )]
+    Untrusted {
+        /// The server.
+        server: String,
+        /// What the HTTP client saw (rustls's reason under it).
+        #[source]
+        source: reqwest::Error,
+    },
+
     /// The connection broke while the answer was coming in.
     #[error("the connection to {server} broke in the middle of the answer")]
     Disconnected {
@@ -143,6 +158,16 @@ pub enum ProviderError {
         /// What the HTTP client library said.
         #[source]
         source: reqwest::Error,
+    },
+
+    /// The file of extra CA certificates cannot be used.
+    #[error("cannot set up an HTTP client for {server}")]
+    CaBundle {
+        /// The server.
+        server: String,
+        /// What is wrong with the file.
+        #[source]
+        source: crate::tls::CaBundleError,
     },
 
     /// The answer did not follow the wire format.
@@ -186,10 +211,14 @@ pub enum ProviderErrorKind {
     TooLarge,
     /// [`ProviderError::Connection`].
     Connection,
+    /// [`ProviderError::Untrusted`].
+    Untrusted,
     /// [`ProviderError::Disconnected`].
     Disconnected,
     /// [`ProviderError::Client`].
     Client,
+    /// [`ProviderError::CaBundle`].
+    CaBundle,
     /// [`ProviderError::Protocol`].
     Protocol,
     /// [`ProviderError::Local`].
@@ -208,8 +237,10 @@ impl ProviderErrorKind {
             Self::RetryAfter => "retry_after",
             Self::TooLarge => "too_large",
             Self::Connection => "connection",
+            Self::Untrusted => "untrusted",
             Self::Disconnected => "disconnected",
             Self::Client => "client",
+            Self::CaBundle => "ca_bundle",
             Self::Protocol => "protocol",
             Self::Local => "local",
         }
@@ -234,8 +265,10 @@ impl ProviderError {
             Self::RetryAfter { .. } => ProviderErrorKind::RetryAfter,
             Self::TooLarge { .. } => ProviderErrorKind::TooLarge,
             Self::Connection { .. } => ProviderErrorKind::Connection,
+            Self::Untrusted { .. } => ProviderErrorKind::Untrusted,
             Self::Disconnected { .. } => ProviderErrorKind::Disconnected,
             Self::Client { .. } => ProviderErrorKind::Client,
+            Self::CaBundle { .. } => ProviderErrorKind::CaBundle,
             Self::Protocol { .. } => ProviderErrorKind::Protocol,
             Self::Local { .. } => ProviderErrorKind::Local,
         }

@@ -1,7 +1,7 @@
 //! HTTP for model servers: JSON requests with retries, timeouts and readable errors, and
 //! event streams.
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -9,7 +9,9 @@ use serde_json::Value;
 
 use super::error::KeyOrigin;
 use super::error::{WireError, excerpt};
+use super::retry::{backoff, retry_after};
 use super::{ProviderError, sse};
+use crate::tls;
 
 /// How requests to a model server are made. Every wait on the server is bounded: the time to
 /// its answer's headers and to the answer's end ([`timeout`](Self::timeout)), the time between
@@ -29,7 +31,9 @@ pub struct HttpOptions {
     /// How many times to retry after a 408, 429, 500, 502, 503, 504 or 529 answer, or a failed
     /// connection. Default 3.
     pub max_retries: u32,
-    /// The wait before the first retry; it doubles with each one. Default 500 ms.
+    /// The wait before the first retry; it doubles with each one. Each wait is lengthened by a
+    /// random part of up to as much again (jitter: many clients turned away together do not
+    /// all come back together). Default 500 ms.
     pub initial_backoff: Duration,
     /// The longest wait before a retry (and never longer than [`timeout`](Self::timeout)).
     /// A server asking with `Retry-After` for a longer wait gets no retry: the request fails
@@ -90,7 +94,11 @@ impl HttpClient {
         options: HttpOptions,
         key: KeyOrigin,
     ) -> Result<Self, ProviderError> {
-        let client = reqwest::Client::builder()
+        let builder = tls::client_builder().map_err(|source| ProviderError::CaBundle {
+            server: server.to_owned(),
+            source,
+        })?;
+        let client = builder
             .connect_timeout(Duration::from_secs(15).min(options.timeout))
             .build()
             .map_err(|source| ProviderError::Client {
@@ -114,6 +122,8 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> Result<Answer, ProviderError> {
         let body = bytes::Bytes::from(body);
+        let allowed = self.options.max_backoff.min(self.options.timeout);
+        let mut waits = backoff(self.options.initial_backoff, allowed, None);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -130,6 +140,10 @@ impl HttpClient {
             let (retryable, error, asked) = match sent {
                 Err(_) => (true, self.timeout(), None),
                 Ok(Err(error)) if error.is_timeout() => (true, self.timeout(), None),
+                Ok(Err(source)) if tls::is_untrusted_certificate(&source) => {
+                    let server = self.server.clone();
+                    (false, ProviderError::Untrusted { server, source }, None)
+                }
                 Ok(Err(source)) => (true, self.connection(source), None),
                 Ok(Ok(response)) if response.status().is_success() => {
                     return Ok(Answer { response, deadline });
@@ -150,7 +164,6 @@ impl HttpClient {
             if !retryable || attempt > self.options.max_retries {
                 return Err(error);
             }
-            let allowed = self.options.max_backoff.min(self.options.timeout);
             let wait = match asked {
                 Some((status, asked)) if asked.is_none_or(|asked| asked > allowed) => {
                     return Err(ProviderError::RetryAfter {
@@ -161,11 +174,7 @@ impl HttpClient {
                     });
                 }
                 Some((_, Some(asked))) => asked,
-                _ => self
-                    .options
-                    .initial_backoff
-                    .saturating_mul(2u32.saturating_pow(attempt - 1))
-                    .min(allowed),
+                _ => waits.next().unwrap_or(allowed),
             };
             tracing::warn!(server = %self.server, attempt, ?wait, "retrying after: {error}");
             tokio::time::sleep(wait).await;
@@ -385,34 +394,6 @@ fn mentions_tools_unsupported(message: &str) -> bool {
         .any(|phrase| message.contains(phrase))
 }
 
-/// A `Retry-After` (seconds or an HTTP date) or `retry-after-ms` header, as a wait: `None`
-/// without one, `Some(None)` for a wait too long to hold (`inf`, `1e30`), which no caller
-/// waits for. A negative or unreadable value asks for no wait.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Option<Duration>> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
-    let seconds = |seconds: f64| match seconds {
-        s if s.is_nan() || s <= 0.0 => Some(Duration::ZERO),
-        s => Duration::try_from_secs_f64(s).ok(),
-    };
-    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(seconds(ms / 1000.0));
-    }
-    let value = text("retry-after")?;
-    if let Ok(secs) = value.parse::<f64>() {
-        return Some(seconds(secs));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(Some(
-        date.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -518,36 +499,5 @@ mod tests {
             client.status_error(404, body, 1),
             ProviderError::Status { status: 404, .. }
         ));
-    }
-
-    #[test]
-    fn retry_after_accepts_seconds_and_milliseconds() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Some(Duration::from_secs(2))));
-        headers.insert("retry-after-ms", "150".parse().unwrap());
-        assert_eq!(
-            retry_after(&headers),
-            Some(Some(Duration::from_millis(150)))
-        );
-    }
-
-    #[test]
-    fn a_retry_after_too_long_to_hold_is_read_without_a_panic() {
-        for (name, value) in [
-            ("retry-after", "inf"),
-            ("retry-after", "1e20"),
-            ("retry-after-ms", "1e30"),
-            ("retry-after", "-inf"),
-            ("retry-after", "NaN"),
-        ] {
-            let mut headers = reqwest::header::HeaderMap::new();
-            headers.insert(name, value.parse().unwrap());
-            let wait = retry_after(&headers).expect("a header");
-            match value {
-                "-inf" | "NaN" => assert_eq!(wait, Some(Duration::ZERO), "{name}: {value}"),
-                _ => assert_eq!(wait, None, "{name}: {value}"),
-            }
-        }
     }
 }

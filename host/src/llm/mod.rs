@@ -17,6 +17,7 @@ mod json_in_text;
 #[cfg(feature = "local-model")]
 pub mod local;
 mod openai;
+mod retry;
 mod rules;
 mod sse;
 mod wire;

@@ -16,6 +16,19 @@ pub enum OciError {
         /// What is wrong and what to write.
         problem: String,
     },
+    /// The registry's TLS certificate was refused (not issued by a CA the host trusts, for
+    /// another name, expired): never taken for a registry that is down.
+    #[error(
+        "{reference}: the registry's TLS certificate is not trusted: {}",
+        crate::tls::UNTRUSTED_ADVICE
+    )]
+    Untrusted {
+        /// The reference.
+        reference: String,
+        /// What the HTTP client said (rustls's reason under it).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The registry answered with an error, or could not be spoken to.
     #[error("{reference}: the registry {action} failed")]
     Registry {
@@ -166,10 +179,17 @@ impl OciError {
         action: &'static str,
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
+        let source = source.into();
+        if crate::tls::is_untrusted_certificate(source.as_ref()) {
+            return Self::Untrusted {
+                reference: reference.to_string(),
+                source,
+            };
+        }
         Self::Registry {
             reference: reference.to_string(),
             action,
-            source: source.into(),
+            source,
         }
     }
 
@@ -199,5 +219,23 @@ impl OciError {
             cause = error.source();
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_certificate_names_the_setting_and_is_no_registry_that_is_down() {
+        let refused = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        let io = std::io::Error::other(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            refused,
+        ));
+        let error = OciError::registry(&"oci://registry.example/tools/x:1", "manifest request", io);
+        assert!(matches!(error, OciError::Untrusted { .. }), "{error:?}");
+        assert!(!error.is_unreachable());
+        assert!(error.to_string().contains("TOOLHOST_CA_BUNDLE"), "{error}");
     }
 }

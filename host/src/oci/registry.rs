@@ -3,13 +3,12 @@
 //! answers 10 GB would exhaust memory).
 //!
 //! Plain HTTP only for a loopback registry (127.0.0.1, [::1], localhost) or one the manifest
-//! marks `plain_http`; HTTPS with the same rustls + ring stack as the rest of the host
-//! otherwise.
+//! marks `plain_http`; HTTPS otherwise, with the TLS of the rest of the host (`crate::tls`).
 
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, RegistryOperation};
@@ -18,6 +17,7 @@ use crate::oci::credentials;
 use crate::oci::error::OciError;
 use crate::oci::reference::ComponentRef;
 use crate::oci::store::sha256_digest;
+use crate::tls;
 
 /// The manifest media types asked for; anything else that comes back is refused by the caller
 /// with what it is.
@@ -51,8 +51,19 @@ impl Registry {
         plain_http: bool,
         read_timeout: Duration,
     ) -> Result<Self, OciError> {
-        install_crypto_provider();
         let plain = plain_http || reference.is_loopback();
+        // The host's TLS (tls.rs) for both clients: the builder installs the crypto provider
+        // oci-client's client needs too, and the extra roots go to both.
+        let builder =
+            tls::client_builder().map_err(|e| OciError::registry(reference, "client setup", e))?;
+        let extra_root_certificates = tls::extra_roots()
+            .map_err(|e| OciError::registry(reference, "client setup", e))?
+            .into_iter()
+            .map(|der| Certificate {
+                encoding: CertificateEncoding::Der,
+                data: der.to_vec(),
+            })
+            .collect();
         let config = ClientConfig {
             protocol: if plain {
                 ClientProtocol::HttpsExcept(vec![reference.registry.clone()])
@@ -63,9 +74,10 @@ impl Registry {
             connect_timeout: Some(read_timeout.min(Duration::from_secs(10))),
             user_agent: concat!("toolhost/", env!("CARGO_PKG_VERSION")),
             platform_resolver: None,
+            extra_root_certificates,
             ..ClientConfig::default()
         };
-        let http = reqwest::Client::builder()
+        let http = builder
             .read_timeout(read_timeout)
             .connect_timeout(read_timeout.min(Duration::from_secs(10)))
             .redirect(reqwest::redirect::Policy::limited(5))
@@ -260,16 +272,6 @@ impl Registry {
             (None, _) => request,
         })
     }
-}
-
-/// oci-client's HTTP client (reqwest 0.13 without a TLS provider of its own, as rmcp's) uses
-/// the process's default rustls provider and panics without one: make it ring, which the host
-/// already builds (as `mcp::client::http` does). An application's own provider is kept.
-fn install_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 fn too_large(reference: &ComponentRef, what: &'static str, limit: u64) -> OciError {

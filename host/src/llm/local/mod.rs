@@ -177,7 +177,14 @@ impl LocalServer {
 
     async fn wait_ready(&mut self, limit: Duration, log: &Log) -> Result<(), ProviderError> {
         let started = Instant::now();
-        let client = reqwest::Client::new();
+        let builder = crate::tls::client_builder().map_err(|source| ProviderError::CaBundle {
+            server: self.base_url.clone(),
+            source,
+        })?;
+        let client = builder.build().map_err(|source| ProviderError::Client {
+            server: self.base_url.clone(),
+            source,
+        })?;
         let health = format!("{}/health", self.base_url);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -13,7 +13,6 @@ use super::auth::explained::Explained;
 use super::auth::server::ServerAuth;
 use super::auth::store::default_token_dir;
 use super::config::{McpServerConfig, expand_env};
-use super::tls::install_crypto_provider;
 
 /// The transport to the server `config` names at a URL, sending its headers (values with
 /// `${NAME}` taken from the environment) and its OAuth token (the login kept for it, or
@@ -26,7 +25,6 @@ pub(super) async fn transport(
     impl Transport<RoleClient, Error = impl std::error::Error + Send + Sync + 'static + use<>> + use<>,
     String,
 > {
-    install_crypto_provider();
     let dir = default_token_dir().unwrap_or_default();
     let server = ServerAuth::new(config, &dir).map_err(|e| format!("{e:#}"))?;
     let (url, headers) = (server.url.clone(), server.headers.clone());

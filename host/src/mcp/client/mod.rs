@@ -53,7 +53,6 @@ mod http;
 mod relay;
 pub(crate) mod result;
 mod stdio;
-mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -41,7 +41,8 @@ pub struct ScriptedBrowser;
 impl Browser for ScriptedBrowser {
     fn open<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let client = reqwest::Client::builder()
+            let client = crate::tls::client_builder()
+                .map_err(|e| e.to_string())?
                 .redirect(reqwest::redirect::Policy::limited(10))
                 .timeout(Duration::from_secs(30))
                 .build()

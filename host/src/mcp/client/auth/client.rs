@@ -21,6 +21,7 @@ use rmcp::transport::streamable_http_client::{
 };
 
 use super::browser::Browser;
+use super::explained::Untrusted;
 use super::login;
 use super::server::{ServerAuth, manager_for};
 use crate::manifest::mcp_auth::ClientIdentity;
@@ -29,7 +30,7 @@ use crate::manifest::mcp_auth::ClientIdentity;
 /// (a server that always asks for more scope must not loop).
 const MAX_RENEWALS: u32 = 3;
 
-type HttpError = StreamableHttpError<reqwest13::Error>;
+type HttpError = StreamableHttpError<reqwest::Error>;
 
 /// How a token the server turned down is replaced during a run.
 #[derive(Clone)]
@@ -43,7 +44,7 @@ enum Renewal {
 /// rmcp's authorizing client for one server.
 #[derive(Clone)]
 pub(crate) struct Authorized {
-    inner: AuthClient<reqwest13::Client>,
+    inner: AuthClient<reqwest::Client>,
     server: Arc<ServerAuth>,
     renewal: Option<Renewal>,
     /// Renewals since the last request that went through.
@@ -53,7 +54,7 @@ pub(crate) struct Authorized {
 /// The client for `server`: with its stored login (metadata discovered again to check the
 /// authorization server is the one that issued it), or client credentials exchanged now.
 pub(crate) async fn http_client(server: ServerAuth) -> anyhow::Result<Authorized> {
-    let http = reqwest13::Client::default();
+    let http = crate::tls::client_builder()?.build()?;
     let server = Arc::new(server);
     let (manager, renewal) = if server.has_static_authorization() {
         (manager_for(&server, false).await?, None)
@@ -120,7 +121,7 @@ async fn client_credentials(
 /// The `WWW-Authenticate` challenge `server` answers a request without a token with, if it
 /// asks for authorization.
 pub(super) async fn challenge(server: &ServerAuth) -> anyhow::Result<Option<String>> {
-    let client = reqwest::Client::builder()
+    let client = crate::tls::client_builder()?
         .timeout(Duration::from_secs(30))
         .build()?;
     let mut request = client
@@ -162,11 +163,13 @@ impl Authorized {
     /// more scope) and a new one can be had without a person, gets it and runs `call` again.
     async fn retrying<T, F, Fut>(&self, call: F) -> Result<T, HttpError>
     where
-        F: Fn(AuthClient<reqwest13::Client>) -> Fut,
+        F: Fn(AuthClient<reqwest::Client>) -> Fut,
         Fut: Future<Output = Result<T, HttpError>>,
     {
         loop {
-            let result = call(self.inner.clone()).await;
+            let result = call(self.inner.clone())
+                .await
+                .map_err(|e| self.explained(e));
             let (challenge, more_scope) = match &result {
                 Ok(_) => {
                     self.renewals.store(0, Ordering::Relaxed);
@@ -228,8 +231,25 @@ impl Authorized {
     }
 }
 
+impl Authorized {
+    /// `error`, with a refused certificate told as such (see [`Untrusted`]).
+    fn explained(&self, error: HttpError) -> HttpError {
+        match error {
+            StreamableHttpError::Client(source)
+                if crate::tls::is_untrusted_certificate(&source) =>
+            {
+                StreamableHttpError::Io(std::io::Error::other(Untrusted {
+                    server: self.server.name.clone(),
+                    source,
+                }))
+            }
+            error => error,
+        }
+    }
+}
+
 impl StreamableHttpClient for Authorized {
-    type Error = reqwest13::Error;
+    type Error = reqwest::Error;
 
     async fn post_message(
         &self,

@@ -1,4 +1,5 @@
-//! A transport whose errors say which login to run when a server asks for authorization.
+//! A transport whose errors say which login to run when a server asks for authorization, and
+//! the error of a server whose certificate is not trusted.
 
 use std::fmt;
 
@@ -100,4 +101,18 @@ impl<E: std::error::Error + 'static> std::error::Error for Explanation<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.source)
     }
+}
+
+/// A server's TLS certificate was refused. rmcp's transport keeps only the text of a request's
+/// error, and reqwest's text does not say why it failed: this one does, and names the setting
+/// that trusts the server.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the TLS certificate of `{server}` is not trusted: {}",
+    crate::tls::UNTRUSTED_ADVICE
+)]
+pub(crate) struct Untrusted {
+    pub(crate) server: String,
+    #[source]
+    pub(crate) source: reqwest::Error,
 }

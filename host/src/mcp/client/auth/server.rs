@@ -12,7 +12,6 @@ use super::store::FileTokenStore;
 use crate::manifest::mcp_auth::AuthEntry;
 use crate::manifest::mcp_server::McpTransport;
 use crate::mcp::client::config::{McpServerConfig, expand_env};
-use crate::mcp::client::tls::install_crypto_provider;
 
 /// A server's authorization settings, resolved: its name, URL, `auth` table (or the
 /// defaults), static headers, and where its login is kept.
@@ -69,10 +68,20 @@ pub(crate) async fn manager_for(
     server: &ServerAuth,
     stored: bool,
 ) -> anyhow::Result<AuthorizationManager> {
-    install_crypto_provider();
+    crate::tls::install_crypto_provider();
     let mut manager = AuthorizationManager::new(server.url.as_str())
         .await
         .with_context(|| format!("`{}` is not a URL OAuth can use", server.url))?;
+    if !crate::tls::extra_roots()?.is_empty() {
+        // rmcp's own OAuth clients trust the platform's roots only. With the CA bundle named,
+        // the host's client is used instead, which trusts it too; rmcp then checks only the
+        // host names of the URLs the metadata names, not the addresses they resolve to.
+        let client = crate::tls::client_builder()?
+            .timeout(std::time::Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::limited(10))
+            .build()?;
+        manager.with_client(client)?;
+    }
     if stored && server.browser.is_none() {
         manager.set_credential_store(server.store.clone());
     }
