@@ -161,13 +161,13 @@ async fn start_times(host: &std::path::Path, bench: &Bench) -> anyhow::Result<()
         cache.path().to_str().context("UTF-8 path")?,
         "mcp",
         manifest.to_str().context("UTF-8 path")?,
-        "--ready-wait",
-        ready_wait,
     ];
+    // Only the cold start: a warm one with no ready-wait would answer before it loaded.
+    let cold_args = [&args[..], &["--ready-wait", ready_wait]].concat();
     let host = host.to_str().context("UTF-8 path")?;
     // A cold `host mcp` answers with no tools while it compiles past its ready-wait: it is
     // kept until it lists them all, its compile cache then filled for the warm starts.
-    let mut cold = start_once(host, &args).await?;
+    let mut cold = start_once(host, &cold_args).await?;
     if cold.tools.is_empty() {
         cold.tools = cold.server.wait_for_tools().await?;
     }
