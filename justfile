@@ -43,7 +43,9 @@ tools:
 demo:
     "${CARGO_TARGET_DIR:-target}/debug/host" run --manifest example-tools/toolhost.toml --tools add,multiply,square_root "What is the square root of 475695037565?"
 
-# Run every test: unit, integration (real components), conformance, end-to-end with the local model.
+# Run every test: unit, integration (real components), conformance, end-to-end with the local model;
+# and the benchmark's smoke run (every section a few times on the debug build, figures not judged),
+# so that a change cannot break `just bench` unseen.
 test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
@@ -53,6 +55,9 @@ test: build tools
     cargo test --locked --workspace
     # The library without its optional features (and what a manifest that needs one is told).
     cargo test --locked -p toolhost --lib --no-default-features
+    # Every benchmark section, a few iterations on the debug build: a change cannot break the
+    # bench unseen (no figure is judged).
+    BENCH_SMOKE=1 cargo test --locked -p toolhost-tests --bench calls
 
 # The eval: 70 everyday requests (tests/eval/suite.toml) asked of the local model with every
 # example tool; prints each run, the score per category of the development and the held-out
@@ -92,8 +97,9 @@ fuzz SECONDS="300" *TARGETS:
     fuzz/run.sh {{SECONDS}} {{TARGETS}}
 
 # Benchmarks (release build): per-call cost vs a raw wasm call vs a process per call, start time,
-# and `host mcp` against a minimal MCP server (`BENCH=mcp just bench` for that part alone).
-bench:
+# every example component, parallel calls, memory, and `host mcp` against a minimal MCP server
+# (`BENCH=mcp just bench`, or `BENCH=calls,start`, for those sections alone; docs/performance.md).
+bench: tools
     cargo build --release -p toolhost --bin host
     cargo bench -p toolhost-tests --bench calls
 

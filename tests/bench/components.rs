@@ -12,7 +12,9 @@ use toolhost::{
 };
 use toolhost_tests::conformance::subjects;
 
-use super::{Stats, Summary, fmt, median, micros, thread_faults};
+use crate::{
+    Bench, Stats, Summary, fmt, median, micros, require_example_components, thread_faults,
+};
 
 /// A loaded example component and the call its first `ok` case makes.
 #[derive(Clone)]
@@ -37,12 +39,12 @@ fn language(name: &str) -> &str {
 }
 
 /// Prints one row per component of `example-tools/dist/`, then where the time of a call goes.
-/// The components are compiled into `runtime`'s cache, and returned loaded.
-pub async fn report(
-    runtime: &Runtime,
-    calls: usize,
-    summary: &mut Summary,
-) -> anyhow::Result<Vec<Loaded>> {
+/// The components are compiled into the run's cache, and kept loaded in `bench.loaded`.
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    require_example_components()?;
+    let calls = (bench.iterations / 10).max(bench.scaled(50, 3));
+    let (loads, warm_up) = (bench.scaled(5, 1), bench.scaled(10, 2));
+    let (runtime, smoke) = (&bench.runtime, bench.smoke());
     println!();
     println!(
         "per component (release host; the call is the first `ok` case of its conformance.toml)"
@@ -53,35 +55,27 @@ pub async fn report(
     );
     let mut loaded = Vec::new();
     for subject in subjects() {
-        if !subject.wasm.exists() {
-            println!("{:<14} not built (just tools)", subject.name);
-            continue;
-        }
         let cases = subject.cases().map_err(anyhow::Error::msg)?;
         let config = || {
             let mut config = ComponentConfig::new(&subject.wasm);
             config.grants = subject.grants(&cases);
             config
         };
-        // The first compile, into a cache of its own: the run's cache may have the component
-        // already (the start measurement loads the calculator).
-        let fresh = tempfile::tempdir()?;
-        let compiling = Runtime::new(RuntimeConfig {
-            cache_dir: Some(fresh.path().to_owned()),
-            ..RuntimeConfig::default()
-        })?;
-        let first = LoadedComponent::load(&compiling, config()).await?;
-        let compile = match first.compile_source() {
-            CompileSource::Compiled { took } => took,
-            CompileSource::Cache => anyhow::bail!("{}: the empty cache had it", subject.name),
+        let size = std::fs::metadata(&subject.wasm)?.len();
+        // A smoke run compiles only the small ones afresh: the big ones take a minute each.
+        let compile = if smoke && size > SMOKE_COMPILE_SIZE {
+            "(smoke run)".to_owned()
+        } else {
+            seconds(first_compile(&subject.name, config()).await?)
         };
-        drop((first, compiling));
         LoadedComponent::load(runtime, config()).await?;
-        let mut loads = Vec::new();
-        for _ in 0..5 {
-            loads.push(LoadedComponent::load(runtime, config()).await?.load_time());
-        }
-        let loads = Stats::of(loads);
+        let loads = {
+            let mut times = Vec::new();
+            for _ in 0..loads {
+                times.push(LoadedComponent::load(runtime, config()).await?.load_time());
+            }
+            Stats::of(times)
+        };
 
         let toolbox = Toolbox::builder(runtime)
             .component(config())
@@ -92,10 +86,10 @@ pub async fn report(
                 let arguments = case.arguments.to_string();
                 let context = CallContext::default();
                 let mut samples = Vec::with_capacity(calls);
-                for i in 0..calls + 10 {
+                for i in 0..calls + warm_up {
                     let started = Instant::now();
                     toolbox.call(&case.tool, &arguments, &context).await?;
-                    if i >= 10 {
+                    if i >= warm_up {
                         samples.push(started.elapsed());
                     }
                 }
@@ -114,15 +108,36 @@ pub async fn report(
         println!(
             "{:<14} {:>10} {:>14} {:>14} {:>14} {:>12}",
             subject.name,
-            format_bytes(std::fs::metadata(&subject.wasm)?.len()),
-            seconds(compile),
+            format_bytes(size),
+            compile,
             fmt(loads.median),
             median,
             p90
         );
     }
-    phases(&loaded, calls, summary).await?;
-    Ok(loaded)
+    phases(&loaded, calls, &mut bench.summary).await?;
+    bench.loaded = loaded;
+    Ok(())
+}
+
+/// The largest component a smoke run compiles afresh.
+const SMOKE_COMPILE_SIZE: u64 = 1 << 20;
+
+/// How long the first compile of `config`'s component takes, into a cache of its own (the
+/// run's cache may have it already).
+async fn first_compile(name: &str, config: ComponentConfig) -> anyhow::Result<Duration> {
+    let fresh = tempfile::tempdir()?;
+    let compiling = Runtime::new(RuntimeConfig {
+        cache_dir: Some(fresh.path().to_owned()),
+        ..RuntimeConfig::default()
+    })?;
+    match LoadedComponent::load(&compiling, config)
+        .await?
+        .compile_source()
+    {
+        CompileSource::Compiled { took } => Ok(took),
+        CompileSource::Cache => anyhow::bail!("{name}: the empty cache had it"),
+    }
 }
 
 /// Where a fresh-instance call's time goes, per component: medians of `calls` profiled calls.

@@ -1,49 +1,136 @@
 //! `just bench`: what a sandboxed tool call costs, measured side by side in one run.
 //!
-//! - **host call**: `Toolbox::call` on the calculator's `add`: argument validation against the
-//!   schema, a fresh store with grants and limits (memory limiter, CPU budget, timeout), a fresh
-//!   instance from the pooling allocator, the call, and the result check;
-//! - **raw call**: the same export called again and again on one instance kept alive, with no
-//!   limits: the floor of what a call into wasm costs;
-//! - **process per call**: spawning a tiny native binary that reads the arguments from stdin;
-//! - **start**: loading the example tools with an empty compile cache, then with a warm one;
-//! - **per component** of `example-tools/dist/` (every language): size, first compile, a load
-//!   from the cache, a call, and where a fresh-instance call's time goes (store, instantiation,
-//!   the component's own start-up code, the call, teardown);
-//! - **parallel calls**: throughput with 1, 2, 4 and 16 calls in flight, and a full pool (more
-//!   calls than instance slots: they wait, and all succeed);
-//! - **memory**, in a child process: a host with the eight example components loaded and idle,
-//!   the increment per call in flight, and the growth over 100,000 calls.
-//! - **MCP** (`mcp.rs`): `host mcp` per call over stdio and HTTP against a minimal server,
-//!   its start time and memory, and how soon a cancelled call frees its instance
-//!   (`BENCH=mcp just bench` for that part alone).
+//! The sections, in the order they run ([`SECTIONS`]; `BENCH=calls,mcp just bench` runs
+//! those alone):
 //!
+//! - **calls** (`calls.rs`): `Toolbox::call` on the calculator's `add` (argument validation
+//!   against the schema, a fresh store with grants and limits, a fresh instance from the
+//!   pooling allocator, the call, the result check), back to back and paced; the same export
+//!   called on one instance kept alive with no limits (the floor of a call into wasm); a
+//!   process spawned per call;
 //! - **reports** (`reports.rs`): what a tool's progress reports and log lines cost a call;
-//! - **a baseline host** (`mcp/versus.rs`, with `BENCH_BASELINE_HOST=path`): a text-only
-//!   call through an older `host` binary against this one, over `host mcp` on stdio.
+//! - **versus** (`mcp/versus.rs`, with `BENCH_BASELINE_HOST=path`): a text-only call through
+//!   an older `host` binary against this one, over `host mcp` on stdio;
+//! - **start** (`start.rs`): loading four example tools with an empty compile cache, then
+//!   with a warm one;
+//! - **components** (`components.rs`) of `example-tools/dist/` (every language): size, first
+//!   compile, a load from the cache, a call, and where a fresh-instance call's time goes;
+//! - **parallel** (`parallel.rs`): throughput with 1, 2, 4 and 16 calls in flight, and a full
+//!   pool (more calls than instance slots: they wait, and all succeed);
+//! - **memory** (`memory.rs`), in a child process: the eight example components loaded and
+//!   idle, the increment per call in flight, and the growth over 100,000 calls;
+//! - **mcp** (`mcp/`): `host mcp` per call over stdio and HTTP against a minimal server, its
+//!   start time and memory, and how soon a cancelled call frees its instance.
+//!
+//! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
+//! [`SECTIONS`].
 //!
 //! Reports medians (and p90) and ratios; the last line has the key figures as `key=value`.
-//! `BENCH=calls just bench` runs the first section alone (host, raw and process calls,
-//! reports, the baseline host).
-//! No thresholds: the figures are for reading. `BENCH_ITERATIONS` sets the number of host and
-//! raw calls (2000); `BENCH_PROFILE=<component>` only calls that component in a loop for
-//! `BENCH_SECONDS` (10), for a profiler such as `perf record`.
+//! No thresholds: the figures are for reading. A section that cannot measure what it says
+//! (a component not built, a server that lists no tools) fails the run.
+//!
+//! `BENCH_SMOKE=1` is the smoke run `just test` makes (on the debug build): every section
+//! with a few iterations, figures printed but meaningless, so that a change that breaks the
+//! benchmark shows at once. `BENCH_ITERATIONS` sets the number of host and raw calls (2000);
+//! `BENCH_PROFILE=<component>` only calls that component in a loop for `BENCH_SECONDS` (10),
+//! for a profiler such as `perf record`.
 
 mod baseline;
+mod calls;
 mod components;
 mod mcp;
 mod memory;
 mod parallel;
 mod profile;
 mod reports;
+mod start;
 
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
-use toolhost_tests::components::{CALCULATOR, CLOCK, FILES, WEATHER};
+use futures::future::LocalBoxFuture;
+use toolhost::{Runtime, RuntimeConfig};
+use toolhost_tests::conformance::subjects;
+use toolhost_tests::target_dir;
 
-const ARGUMENTS: &str = r#"{"a": 1, "b": 2}"#;
+use components::Loaded;
+
+/// What the sections share.
+pub struct Bench {
+    /// Host and raw calls per measurement; the other sections scale from it.
+    pub iterations: usize,
+    /// A smoke run: a few iterations of everything.
+    smoke: bool,
+    /// The run's runtime, its compile cache in `cache_dir`.
+    pub runtime: Runtime,
+    cache_dir: PathBuf,
+    /// Holds `cache_dir` when it is the run's own.
+    _cache: Option<tempfile::TempDir>,
+    /// The example components the components section loaded, for the parallel section.
+    pub loaded: Vec<Loaded>,
+    /// The key figures, printed last.
+    pub summary: Summary,
+}
+
+impl Bench {
+    /// `full` in a full run, `smoke` in a smoke run.
+    pub fn scaled<T>(&self, full: T, smoke: T) -> T {
+        if self.smoke { smoke } else { full }
+    }
+
+    /// Whether this is a smoke run.
+    pub fn smoke(&self) -> bool {
+        self.smoke
+    }
+
+    /// The run's compile cache.
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+}
+
+/// A section of the benchmark: its name for `BENCH=`, and what runs it.
+pub struct Section {
+    name: &'static str,
+    run: for<'a> fn(&'a mut Bench) -> LocalBoxFuture<'a, anyhow::Result<()>>,
+}
+
+/// Every section, in the order a run makes them.
+const SECTIONS: &[Section] = &[
+    Section {
+        name: "calls",
+        run: |bench| Box::pin(calls::report(bench)),
+    },
+    Section {
+        name: "reports",
+        run: |bench| Box::pin(reports::report(bench)),
+    },
+    Section {
+        name: "versus",
+        run: |bench| Box::pin(mcp::versus::report(bench)),
+    },
+    Section {
+        name: "start",
+        run: |bench| Box::pin(start::report(bench)),
+    },
+    Section {
+        name: "components",
+        run: |bench| Box::pin(components::report(bench)),
+    },
+    Section {
+        name: "parallel",
+        run: |bench| Box::pin(parallel::report(bench)),
+    },
+    Section {
+        name: "memory",
+        run: |bench| Box::pin(memory::report(bench)),
+    },
+    Section {
+        name: "mcp",
+        run: |bench| Box::pin(mcp::report(bench)),
+    },
+];
 
 fn main() -> anyhow::Result<()> {
     if std::env::var_os(memory::CHILD).is_some() {
@@ -60,171 +147,95 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run() -> anyhow::Result<()> {
-    let iterations = env_number("BENCH_ITERATIONS", 2000);
-    let load_at_start = load_average();
-    // `BENCH=mcp just bench`: only the MCP section.
-    if std::env::var("BENCH").as_deref() == Ok("mcp") {
-        return mcp::report(iterations).await;
-    }
-    let cache = tempfile::tempdir()?;
-    let runtime = Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache.path().to_owned()),
-        ..RuntimeConfig::default()
-    })?;
-    let mut summary = Summary::default();
-
-    let cold = time_load(&runtime).await?;
-    let warm = {
-        let mut samples = Vec::new();
-        for _ in 0..20 {
-            samples.push(time_load(&runtime).await?);
-        }
-        Stats::of(samples)
+    let smoke = std::env::var_os("BENCH_SMOKE").is_some_and(|v| v != "0");
+    let sections = chosen_sections()?;
+    // A full run compiles into a cache of its own. A smoke run uses the one the tests filled
+    // (`just test` runs it after them): the sections that measure compiling still do, into
+    // empty caches of their own, and the rest need not compile the big components again.
+    let (cache_dir, cache) = if smoke {
+        (target_dir().join("test-compile-cache"), None)
+    } else {
+        let cache = tempfile::tempdir()?;
+        (cache.path().to_owned(), Some(cache))
     };
-
-    let toolbox = Toolbox::builder(&runtime)
-        .component(ComponentConfig::new(CALCULATOR))
-        .build()
-        .await?;
-    let context = CallContext::default();
-    let mut host = Vec::with_capacity(iterations);
-    for i in 0..iterations + 100 {
-        let started = Instant::now();
-        let output = toolbox.call("add", ARGUMENTS, &context).await?;
-        if i >= 100 {
-            host.push(started.elapsed());
-        }
-        assert_eq!(output.text, "3.0");
-    }
-    let host = Stats::of(host);
-    let (paced, spared) = paced_calls(&toolbox, &context, iterations).await?;
-    let paced = Stats::of(paced);
-
-    let raw =
-        Stats::of(baseline::raw_calls(runtime.engine(), CALCULATOR, ARGUMENTS, iterations).await?);
-    let process = Stats::of(baseline::process_calls(
-        ARGUMENTS,
-        (iterations / 10).max(50),
-    )?);
-
+    let mut bench = Bench {
+        iterations: env_number("BENCH_ITERATIONS", if smoke { 20 } else { 2000 }),
+        smoke,
+        runtime: Runtime::new(RuntimeConfig {
+            cache_dir: Some(cache_dir.clone()),
+            ..RuntimeConfig::default()
+        })?,
+        cache_dir,
+        _cache: cache,
+        loaded: Vec::new(),
+        summary: Summary::default(),
+    };
     println!(
-        "toolhost benchmark ({iterations} calls each; process: {} spawns; {} cores; load \
-         average {load_at_start} at the start)",
-        process.count,
+        "toolhost benchmark: {} ({} host and raw calls; {} cores; load average {} at the start)",
+        if smoke {
+            "SMOKE RUN, a few iterations of every section: the figures mean nothing"
+        } else {
+            "release build"
+        },
+        bench.iterations,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load_average(),
     );
-    println!();
-    println!("{:<44} {:>12} {:>12}", "", "median", "p90");
-    host.row("host call (fresh instance, limits on)");
-    paced.row("  the same, the host idle before each call");
-    println!(
-        "    ({spared} of {} found their instance made)",
-        paced.count
-    );
-    raw.row("raw call (one instance kept alive)");
-    process.row("process spawned per call");
-    println!();
-    let host_over_raw = ratio(host.median, raw.median);
-    println!("host call / raw call:        {host_over_raw:>8.1}x");
-    let paced_over_raw = ratio(paced.median, raw.median);
-    println!("paced host call / raw call:  {paced_over_raw:>8.1}x");
-    println!(
-        "process per call / host call: {:>7.1}x",
-        ratio(process.median, host.median)
-    );
-    println!(
-        "host call overhead over raw:  {:>8}",
-        fmt(host.median.saturating_sub(raw.median))
-    );
-    summary.add("host_over_raw", format!("{host_over_raw:.1}"));
-    summary.add("host_call_us", micros(host.median));
-    summary.add("raw_call_us", micros(raw.median));
-    summary.add("paced_over_raw", format!("{paced_over_raw:.1}"));
-    summary.add("paced_call_us", micros(paced.median));
-    summary.add(
-        "process_over_host",
-        format!("{:.0}", ratio(process.median, host.median)),
-    );
-    reports::report(&runtime, iterations, &mut summary).await?;
-    mcp::versus::report(iterations, &mut summary).await?;
-    // `BENCH=calls just bench`: only the calls above.
-    if std::env::var("BENCH").as_deref() == Ok("calls") {
-        println!("{}", summary.line());
-        return Ok(());
+    for section in sections {
+        (section.run)(&mut bench)
+            .await
+            .map_err(|error| error.context(format!("the bench's {} section", section.name)))?;
     }
-    println!();
-    println!("start: load calculator, clock, files and weather");
-    println!(
-        "{:<44} {:>12}",
-        "  empty compile cache (compiles)",
-        fmt(cold)
-    );
-    println!(
-        "{:<44} {:>12} {:>12}",
-        "  warm compile cache",
-        fmt(warm.median),
-        fmt(warm.p90)
-    );
-    println!(
-        "cold start / warm start:      {:>8.1}x",
-        ratio(cold, warm.median)
-    );
-
-    let loaded = components::report(&runtime, (iterations / 10).max(50), &mut summary).await?;
-    parallel::report(&loaded, &mut summary).await?;
-    memory::report(cache.path(), &mut summary)?;
-    mcp::report(iterations).await?;
-
+    if smoke {
+        // The profiling mode too, briefly.
+        profile::run("calculator", Duration::from_millis(100)).await?;
+    }
     println!();
     println!(
         "load average at the end: {} (other work on the machine shows in every figure)",
         load_average()
     );
-    println!("{}", summary.line());
+    println!("{}", bench.summary.line());
     Ok(())
 }
 
-/// Calls as they come from a model's turn or an MCP client: each after the host was idle for
-/// 200 us, in which the last call's store is dropped and the next call's instance made (a
-/// spare instance). Between a model's tool calls there are seconds; an MCP client's next call
-/// comes at least a round trip after the answer (about 40 us over stdio here). The
-/// back-to-back loop above leaves no such moment: its calls pay for that work too. Also
-/// returns how many calls found their instance made.
-async fn paced_calls(
-    toolbox: &Toolbox,
-    context: &CallContext,
-    iterations: usize,
-) -> anyhow::Result<(Vec<Duration>, usize)> {
-    let component = toolbox
-        .components()
-        .next()
-        .expect("the toolbox has the calculator");
-    let mut samples = Vec::with_capacity(iterations);
-    let mut spared = 0;
-    for _ in 0..iterations {
-        // Not a tokio timer: those tick in milliseconds. This thread runs no other task.
-        std::thread::sleep(Duration::from_micros(200));
-        spared += usize::from(component.has_spare_instance());
-        let started = Instant::now();
-        let output = toolbox.call("add", ARGUMENTS, context).await?;
-        samples.push(started.elapsed());
-        assert_eq!(output.text, "3.0");
-    }
-    Ok((samples, spared))
+/// The sections `BENCH` names (comma-separated), or all of them.
+fn chosen_sections() -> anyhow::Result<Vec<&'static Section>> {
+    let Ok(names) = std::env::var("BENCH") else {
+        return Ok(SECTIONS.iter().collect());
+    };
+    names
+        .split(',')
+        .map(|name| {
+            SECTIONS
+                .iter()
+                .find(|section| section.name == name.trim())
+                .ok_or_else(|| {
+                    let known: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
+                    anyhow::anyhow!(
+                        "BENCH={names}: there is no section {name:?}; name some of {} \
+                         (comma-separated), or unset BENCH for all",
+                        known.join(", ")
+                    )
+                })
+        })
+        .collect()
 }
 
-async fn time_load(runtime: &Runtime) -> anyhow::Result<Duration> {
-    let configs = [CALCULATOR, CLOCK, FILES, WEATHER]
-        .map(ComponentConfig::new)
-        .to_vec();
-    let started = Instant::now();
-    let toolbox = Toolbox::builder(runtime)
-        .components(configs)
-        .build()
-        .await?;
-    let took = started.elapsed();
-    assert_eq!(toolbox.names().len(), 8);
-    Ok(took)
+/// Fails unless every example component is built: a section that skipped the missing ones
+/// would report figures of fewer components than it says.
+pub fn require_example_components() -> anyhow::Result<()> {
+    let missing: Vec<String> = subjects()
+        .into_iter()
+        .filter(|subject| !subject.wasm.exists())
+        .map(|subject| subject.wasm.display().to_string())
+        .collect();
+    anyhow::ensure!(
+        missing.is_empty(),
+        "the example components {} are not built; run `just tools`",
+        missing.join(", ")
+    );
+    Ok(())
 }
 
 /// The key figures of the run, printed last as `key=value` pairs.

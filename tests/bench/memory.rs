@@ -1,29 +1,42 @@
 //! Resident memory, measured in a child process (this binary again) so that nothing the
-//! benchmark did before counts: a host with the eight example components loaded and idle, the
+//! benchmark did before counts: a host with the example components loaded and idle, the
 //! increment per call in flight, and the growth over 100,000 calls.
 
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolhost::{CallContext, ComponentConfig, Runtime, RuntimeConfig, Toolbox};
+use anyhow::Context as _;
+use toolhost::{
+    CallContext, ComponentConfig, LoadedComponent, Manifest, Runtime, RuntimeConfig, SourceOptions,
+    Toolbox,
+};
 use toolhost_tests::conformance::subjects;
+use toolhost_tests::repo_root;
 
-use super::Summary;
+use crate::{Bench, require_example_components};
 
 /// Set (to the compile cache's directory) when this process is the child.
 pub const CHILD: &str = "TOOLHOST_BENCH_MEMORY_CHILD";
+/// The calculator and the Python calls the child makes for the growth, as `N,M`.
+const CALLS: &str = "TOOLHOST_BENCH_MEMORY_CALLS";
 
 const IN_FLIGHT: usize = 16;
-const CALCULATOR_CALLS: usize = 100_000;
-const PYTHON_CALLS: usize = 2_000;
 
-/// Runs the child, with `cache` (where the example components are compiled already), and
-/// prints what it measured.
-pub fn report(cache: &Path, summary: &mut Summary) -> anyhow::Result<()> {
+/// Runs the child, with the run's compile cache (the example components compiled into it
+/// first, so that the child compiles nothing), and prints what it measured.
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    require_example_components()?;
+    for subject in subjects() {
+        LoadedComponent::load(&bench.runtime, ComponentConfig::new(&subject.wasm)).await?;
+    }
+    let calculator_calls = bench.scaled(100_000, 200);
+    let python_calls = bench.scaled(2_000, 10);
     let output = Command::new(std::env::current_exe()?)
-        .env(CHILD, cache)
+        .env(CHILD, bench.cache_dir())
+        .env(CALLS, format!("{calculator_calls},{python_calls}"))
         .output()?;
     anyhow::ensure!(
         output.status.success(),
@@ -51,6 +64,7 @@ pub fn report(cache: &Path, summary: &mut Summary) -> anyhow::Result<()> {
         "  {components} example components loaded (tools from the cache): {}",
         mib(loaded)
     );
+    let summary = &mut bench.summary;
     println!(
         "  their code loaded:                               {}",
         mib(prepared)
@@ -71,7 +85,7 @@ pub fn report(cache: &Path, summary: &mut Summary) -> anyhow::Result<()> {
     }
     let growth = value("growth_kib")?;
     println!(
-        "  growth over {CALCULATOR_CALLS} calculator and {PYTHON_CALLS} Python calls, two at a \
+        "  growth over {calculator_calls} calculator and {python_calls} Python calls, two at a \
          time (after the above): {growth:+.0} KiB (from {} to {}); calculator {:+.0} KiB, \
          Python {:+.0} KiB; of it private (not the components' code and data images mapped \
          from the cache) {:+.0} KiB",
@@ -88,7 +102,15 @@ pub fn report(cache: &Path, summary: &mut Summary) -> anyhow::Result<()> {
 
 /// The child: loads the example components and measures.
 pub fn child() -> anyhow::Result<()> {
-    let cache = std::env::var_os(CHILD).map(std::path::PathBuf::from);
+    let cache = std::env::var_os(CHILD).map(PathBuf::from);
+    let counts: Vec<usize> = std::env::var(CALLS)
+        .context("the parent sets the number of calls")?
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    let [calculator_calls, python_calls] = counts[..] else {
+        anyhow::bail!("{CALLS} is not N,M");
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -97,19 +119,7 @@ pub fn child() -> anyhow::Result<()> {
             cache_dir: cache,
             ..RuntimeConfig::default()
         })?;
-        let mut configs = Vec::new();
-        let mut calls = Vec::new();
-        for subject in subjects().into_iter().filter(|s| s.wasm.exists()) {
-            let cases = subject.cases().map_err(anyhow::Error::msg)?;
-            let mut config = ComponentConfig::new(&subject.wasm);
-            config.grants = subject.grants(&cases);
-            // Two components have a test-only tool of this name, as in the example manifest.
-            config.options.exclude.insert("isolation_check".to_owned());
-            configs.push(config);
-            if let Some(case) = cases.ok.first() {
-                calls.push((subject.name, case.tool.clone(), case.arguments.to_string()));
-            }
-        }
+        let (configs, calls) = configs()?;
         println!("components={}", configs.len());
         let toolbox = Arc::new(
             Toolbox::builder(&runtime)
@@ -121,15 +131,18 @@ pub fn child() -> anyhow::Result<()> {
         toolbox.prepare().await?;
         println!("prepared_kib={}", status("VmRSS")?);
         let context = CallContext::default();
-        for (_, tool, arguments) in &calls {
+        for (tool, arguments) in calls.values() {
             toolbox.call(tool, arguments, &context).await?;
         }
         println!("idle_kib={}", status("VmRSS")?);
 
+        let call_of = |name: &str| {
+            calls
+                .get(name)
+                .with_context(|| format!("{name} has no `ok` case in its conformance.toml"))
+        };
         for (key, name) in [("calculator", "calculator"), ("python", "text-python")] {
-            let Some((_, tool, arguments)) = calls.iter().find(|(n, ..)| n == name) else {
-                continue;
-            };
+            let (tool, arguments) = call_of(name)?;
             let before = status("VmRSS")?;
             reset_peak()?;
             in_flight(&toolbox, tool, arguments, IN_FLIGHT, IN_FLIGHT).await?;
@@ -144,17 +157,16 @@ pub fn child() -> anyhow::Result<()> {
         let anon_before = status("RssAnon")?;
         let started = Instant::now();
         for (name, count) in [
-            ("calculator", CALCULATOR_CALLS),
-            ("text-python", PYTHON_CALLS),
+            ("calculator", calculator_calls),
+            ("text-python", python_calls),
         ] {
-            if let Some((_, tool, arguments)) = calls.iter().find(|(n, ..)| n == name) {
-                let before = status("VmRSS")?;
-                in_flight(&toolbox, tool, arguments, 2, count).await?;
-                println!(
-                    "growth_{name}_kib={}",
-                    status("VmRSS")? as i64 - before as i64
-                );
-            }
+            let (tool, arguments) = call_of(name)?;
+            let before = status("VmRSS")?;
+            in_flight(&toolbox, tool, arguments, 2, count).await?;
+            println!(
+                "growth_{name}_kib={}",
+                status("VmRSS")? as i64 - before as i64
+            );
         }
         let after = status("VmRSS")?;
         println!(
@@ -167,6 +179,49 @@ pub fn child() -> anyhow::Result<()> {
         println!("growth_took_s={:.1}", started.elapsed().as_secs_f64());
         anyhow::Ok(())
     })
+}
+
+/// The call each component's first `ok` case makes (tool, arguments), by component.
+type Calls = BTreeMap<String, (String, String)>;
+
+/// What the child loads: every example component with the grants of its conformance cases
+/// and the example manifest's options; and the call each makes.
+fn configs() -> anyhow::Result<(Vec<ComponentConfig>, Calls)> {
+    let mut configs = Vec::new();
+    let mut calls = Calls::new();
+    let mut options = manifest_options()?;
+    for subject in subjects() {
+        let cases = subject.cases().map_err(anyhow::Error::msg)?;
+        let mut config = ComponentConfig::new(&subject.wasm);
+        config.grants = subject.grants(&cases);
+        config.options = options
+            .remove(&std::fs::canonicalize(&subject.wasm)?)
+            .with_context(|| {
+                format!(
+                    "example-tools/toolhost.toml has no component at {}; add it",
+                    subject.wasm.display()
+                )
+            })?;
+        configs.push(config);
+        if let Some(case) = cases.ok.first() {
+            calls.insert(
+                subject.name,
+                (case.tool.clone(), case.arguments.to_string()),
+            );
+        }
+    }
+    Ok((configs, calls))
+}
+
+/// The options (such as `exclude`) the example manifest gives each component, by its file:
+/// the memory measured is that of the tools the manifest offers, and the manifest is kept
+/// right by its loader (an `exclude` naming a tool the component lacks is refused).
+fn manifest_options() -> anyhow::Result<HashMap<PathBuf, SourceOptions>> {
+    let manifest = Manifest::load(&repo_root().join("example-tools/toolhost.toml"))?;
+    ComponentConfig::from_manifest(&manifest)
+        .into_iter()
+        .map(|config| Ok((std::fs::canonicalize(&config.path)?, config.options)))
+        .collect()
 }
 
 /// Makes `total` calls, `in_flight` at a time.

@@ -4,15 +4,24 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
+
 use toolhost::{CallContext, Runtime, RuntimeConfig, Toolbox};
 
-use super::components::Loaded;
-use super::{Summary, fmt, process_cpu, ratio};
+use crate::components::Loaded;
+use crate::{Bench, Summary, fmt, process_cpu, ratio};
 
 const IN_FLIGHT: [usize; 4] = [1, 2, 4, 16];
 
 /// Prints the throughput of the calculator and the Python component, then the full-pool run.
-pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<()> {
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !bench.loaded.is_empty(),
+        "it calls the components the components section loaded: run both (BENCH=components,parallel)"
+    );
+    // Seconds per measurement, for the calculator and for Python.
+    let [rust_seconds, python_seconds] = bench.scaled([1.0, 2.0], [0.05, 0.1]);
+    let (loaded, summary) = (&bench.loaded, &mut bench.summary);
     println!();
     println!(
         "parallel calls: throughput with N calls in flight, each a task on the bench's tokio \
@@ -29,11 +38,11 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
     );
     let mut scaling = Vec::new();
     let mut contention: f64 = 0.0;
-    for (name, seconds) in [("calculator", 1.0), ("text-python", 2.0)] {
-        let Some(component) = loaded.iter().find(|c| c.name == name) else {
-            println!("{name:<14} not built (just tools)");
-            continue;
-        };
+    for (name, seconds) in [
+        ("calculator", rust_seconds),
+        ("text-python", python_seconds),
+    ] {
+        let component = find(loaded, name)?;
         let (one_to_two, cpu_ratio) = row(name, component, seconds).await?;
         contention = contention.max(cpu_ratio);
         let key = if name == "calculator" {
@@ -49,26 +58,30 @@ pub async fn report(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<
     }
     // Spare instances are made on the other core: the same component without them tells the
     // calls' contention with each other from the spares' own work.
-    if let Some(component) = loaded.iter().find(|c| c.name == "text-python") {
-        let runtime = Runtime::new(RuntimeConfig {
-            spare_instances: 0,
-            ..RuntimeConfig::default()
-        })?;
-        let unspared = Loaded {
-            toolbox: Arc::new(loaded_in(&runtime, component).await?),
-            ..component.clone()
-        };
-        let (one_to_two, _) = row("text-python, no spares", &unspared, 2.0).await?;
-        summary.add(
-            "python_no_spares_parallel_1_to_2",
-            format!("{one_to_two:.2}"),
-        );
-    }
+    let one_to_two = without_spares(find(loaded, "text-python")?, python_seconds).await?;
+    summary.add(
+        "python_no_spares_parallel_1_to_2",
+        format!("{one_to_two:.2}"),
+    );
     if let Some(worst) = scaling.iter().copied().reduce(f64::min) {
         summary.add("parallel_1_to_2", format!("{worst:.2}"));
         summary.add("parallel_cpu_per_call_2_over_1", format!("{contention:.2}"));
     }
     full_pool(loaded, summary).await
+}
+
+/// [`row`] for `component` loaded in a runtime that makes no spare instances.
+async fn without_spares(component: &Loaded, seconds: f64) -> anyhow::Result<f64> {
+    let runtime = Runtime::new(RuntimeConfig {
+        spare_instances: 0,
+        ..RuntimeConfig::default()
+    })?;
+    let unspared = Loaded {
+        toolbox: Arc::new(loaded_in(&runtime, component).await?),
+        ..component.clone()
+    };
+    let label = format!("{}, no spares", component.name);
+    Ok(row(&label, &unspared, seconds).await?.0)
 }
 
 /// Prints the throughput and CPU time per call of `component` at each number of calls in
@@ -152,17 +165,17 @@ async fn throughput(
 async fn full_pool(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<()> {
     const SLOTS: u32 = 4;
     const CALLS: usize = 16;
-    let Some(component) = loaded.iter().find(|c| c.name == "text-python") else {
-        return Ok(());
-    };
+    let component = find(loaded, "text-python")?;
     let runtime = Runtime::new(RuntimeConfig {
         max_concurrent_calls: SLOTS,
         ..RuntimeConfig::default()
     })?;
     let toolbox = loaded_in(&runtime, component).await?;
-    let Some(source) = toolbox.components().next().cloned() else {
-        return Ok(());
-    };
+    let source = toolbox
+        .components()
+        .next()
+        .cloned()
+        .context("the toolbox has the component")?;
     let text = "It was the best of times, it was the worst of times. ".repeat(1200);
     let arguments = serde_json::json!({ "text": text }).to_string();
     let started = Instant::now();
@@ -204,6 +217,14 @@ async fn full_pool(loaded: &[Loaded], summary: &mut Summary) -> anyhow::Result<(
     }
     summary.add("full_pool_ok", format!("{succeeded}/{CALLS}"));
     Ok(())
+}
+
+/// The loaded example component `name`.
+fn find<'a>(loaded: &'a [Loaded], name: &str) -> anyhow::Result<&'a Loaded> {
+    loaded
+        .iter()
+        .find(|c| c.name == name)
+        .with_context(|| format!("the components section loaded no {name}"))
 }
 
 /// `component` loaded again in `runtime`, its code ready.

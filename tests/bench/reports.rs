@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use toolhost::sandbox::{CallObserver, LogLevel, Observer, Progress};
-use toolhost::{CallContext, ComponentConfig, Runtime, Toolbox};
+use toolhost::{CallContext, ComponentConfig, Toolbox};
 use toolhost_tests::components::MISBEHAVE;
 
-use crate::{Stats, Summary, fmt, ratio};
+use crate::{Bench, Stats, fmt, ratio};
 
 /// Counts the reports it is given, as an MCP client's forwarding would take them.
 #[derive(Default)]
@@ -64,12 +64,8 @@ impl Pair {
 }
 
 /// Prints what reporting costs a call.
-pub async fn report(
-    runtime: &Runtime,
-    iterations: usize,
-    summary: &mut Summary,
-) -> anyhow::Result<()> {
-    let toolbox = Toolbox::builder(runtime)
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    let toolbox = Toolbox::builder(&bench.runtime)
         .component(ComponentConfig::new(MISBEHAVE))
         .build()
         .await?;
@@ -78,7 +74,7 @@ pub async fn report(
         observer: Some(Observer(observer.clone())),
         ..CallContext::default()
     };
-    let rounds = (iterations / 10).max(50);
+    let rounds = (bench.iterations / 10).max(bench.scaled(50, 3));
     let sdk = pair(
         &toolbox,
         &context,
@@ -97,6 +93,7 @@ pub async fn report(
         sdk.ratio(),
         direct.ratio()
     );
+    let summary = &mut bench.summary;
     summary.add("progress_1000_over_silent", format!("{:.2}", sdk.ratio()));
     summary.add(
         "progress_wit_1000_over_silent",

@@ -47,6 +47,19 @@ fn call_json_reports_kind_and_message() {
 }
 
 #[test]
+fn a_tool_that_exits_is_told_as_an_exit() {
+    let output = host(&["call", MISBEHAVE, "exit", r#"{"status": 1}"#, "--json"]);
+    assert_eq!(output.code(), Some(1));
+    let value = output.json();
+    assert_eq!(value["error"]["kind"], "exited", "{value}");
+    assert_eq!(
+        value["error"]["message"],
+        "`exit` exited with status 1 instead of returning a result; its stderr ends: the \
+         misbehave tool exits on purpose"
+    );
+}
+
+#[test]
 fn tool_output_never_reaches_the_hosts_stdout() {
     let output = host(&["call", MISBEHAVE, "chatter", r#"{"bytes": 2000}"#]);
     output.assert_success();

@@ -1,5 +1,5 @@
-//! Limits: a tool that computes forever, waits forever, eats memory, floods its result or
-//! crashes ends with a typed error, and the host keeps serving calls.
+//! Limits: a tool that computes forever, waits forever, eats memory, floods its result,
+//! crashes or exits ends with a typed error, and the host keeps serving calls.
 
 use std::time::Duration;
 
@@ -144,6 +144,48 @@ async fn a_crash_is_a_trap_with_the_panic_message() {
             assert!(!told.contains("wasm trap"), "{told}");
         }
         other => panic!("expected a trap, got {other:?}"),
+    }
+    still_serving(&toolbox).await;
+}
+
+#[tokio::test]
+async fn a_tool_that_exits_is_reported_with_its_status_not_as_a_crash() {
+    let toolbox = misbehave(LimitsConfig::default()).await;
+    for status in [0, 1] {
+        let arguments = format!(r#"{{"status": {status}}}"#);
+        let error = toolbox
+            .call("exit", &arguments, &context())
+            .await
+            .expect_err("a tool that exits returns no result");
+        let CallError::Exited {
+            tool,
+            status: reported,
+            stderr,
+        } = &error
+        else {
+            panic!("expected an exit, got {error:?}");
+        };
+        assert_eq!((tool.as_str(), *reported), ("exit", status));
+        assert_eq!(error.kind().as_str(), "exited");
+        assert_eq!(
+            stderr.as_deref(),
+            Some("the misbehave tool exits on purpose"),
+            "why it exited is kept"
+        );
+        let operator = error.to_string();
+        assert!(
+            operator.starts_with(&format!(
+                "`exit` exited with status {status} instead of returning a result"
+            )),
+            "{operator}"
+        );
+        assert!(!operator.contains("wasm backtrace"), "{operator}");
+        let told = error.model_message();
+        assert!(
+            told.starts_with(&format!("the tool exited with status {status}"))
+                && told.contains("exits on purpose"),
+            "{told}"
+        );
     }
     still_serving(&toolbox).await;
 }

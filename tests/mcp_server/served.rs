@@ -25,6 +25,7 @@ async fn tools_are_listed_in_manifest_order_with_annotations_every_time() {
             "chatter",
             "sleep",
             "crash",
+            "exit",
             "fail",
             "env",
             "context",

@@ -183,6 +183,11 @@ fn example_item(
             "return an error instead of panicking or aborting (in Rust, `ToolError`); its \
              stderr above may say where",
         ),
+        Err(CallError::Exited { .. }) => fail(
+            format!("{called}, {}", outcome_text(outcome)),
+            "return an error instead of calling exit (in Rust, `ToolError`); its stderr above \
+             may say why",
+        ),
         Err(
             error @ (CallError::Timeout { .. }
             | CallError::MemoryLimit { .. }

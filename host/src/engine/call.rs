@@ -307,14 +307,23 @@ impl ExportValue for Result<VersionedOutcome, wit::ToolError> {
     }
 }
 
-/// Adds the tail of the tool's stderr to a crash report: for a Rust panic that is where the
-/// panic message is.
+/// Adds the tail of the tool's stderr to a crash or exit report: for a Rust panic that is
+/// where the panic message is, and a tool that exits usually says why there first.
 fn with_stderr(error: CallError, log: &CapturedLog) -> CallError {
+    if log.text.trim().is_empty() {
+        return error;
+    }
+    let tail = Some(last_lines(&log.text, 3, 400));
     match error {
-        CallError::Trap { tool, trap, .. } if !log.text.trim().is_empty() => CallError::Trap {
+        CallError::Trap { tool, trap, .. } => CallError::Trap {
             tool,
             trap,
-            stderr: Some(last_lines(&log.text, 3, 400)),
+            stderr: tail,
+        },
+        CallError::Exited { tool, status, .. } => CallError::Exited {
+            tool,
+            status,
+            stderr: tail,
         },
         other => other,
     }

@@ -62,6 +62,8 @@ pub enum ErrorKind {
     ResultTooLarge,
     /// The tool crashed.
     Trap,
+    /// The tool called `exit` instead of returning a result.
+    Exited,
     /// The tool could not be started.
     Instantiate,
     /// The call was cancelled before it finished.
@@ -84,6 +86,7 @@ impl ErrorKind {
             Self::MemoryLimit => "memory_limit",
             Self::ResultTooLarge => "result_too_large",
             Self::Trap => "trap",
+            Self::Exited => "exited",
             Self::Instantiate => "instantiate",
             Self::Cancelled => "cancelled",
             Self::Unavailable => "unavailable",
@@ -201,6 +204,21 @@ pub enum CallError {
         stderr: Option<String>,
     },
 
+    /// The tool ended its instance by calling `exit` (WASI's `exit`, such as Rust's
+    /// `std::process::exit` or Python's `sys.exit`) instead of returning a result or an error.
+    #[error(
+        "`{tool}` exited with status {status} instead of returning a result{}",
+        stderr.as_deref().map(|s| format!("; its stderr ends: {s}")).unwrap_or_default()
+    )]
+    Exited {
+        /// The tool.
+        tool: String,
+        /// The status it exited with.
+        status: i32,
+        /// The last lines the tool wrote to stderr (often why it exited).
+        stderr: Option<String>,
+    },
+
     /// The component could not be instantiated for the call.
     #[error("`{tool}` could not be started")]
     Instantiate {
@@ -261,6 +279,7 @@ impl CallError {
             Self::MemoryLimit { .. } => ErrorKind::MemoryLimit,
             Self::ResultTooLarge { .. } => ErrorKind::ResultTooLarge,
             Self::Trap { .. } => ErrorKind::Trap,
+            Self::Exited { .. } => ErrorKind::Exited,
             Self::Instantiate { .. } => ErrorKind::Instantiate,
             Self::Cancelled { .. } => ErrorKind::Cancelled,
             Self::Unavailable { .. } => ErrorKind::Unavailable,
@@ -279,6 +298,7 @@ impl CallError {
             | Self::MemoryLimit { tool, .. }
             | Self::ResultTooLarge { tool, .. }
             | Self::Trap { tool, .. }
+            | Self::Exited { tool, .. }
             | Self::Instantiate { tool, .. }
             | Self::Cancelled { tool }
             | Self::InputRequired { tool, .. }
@@ -298,6 +318,7 @@ impl CallError {
             | Self::MemoryLimit { tool, .. }
             | Self::ResultTooLarge { tool, .. }
             | Self::Trap { tool, .. }
+            | Self::Exited { tool, .. }
             | Self::Instantiate { tool, .. }
             | Self::Cancelled { tool }
             | Self::InputRequired { tool, .. }
@@ -352,6 +373,13 @@ impl CallError {
             Self::Trap { stderr, .. } => match stderr {
                 Some(stderr) => format!("the tool crashed: {}", excerpt(stderr)),
                 None => "the tool crashed".to_owned(),
+            },
+            Self::Exited { status, stderr, .. } => match stderr {
+                Some(stderr) => format!(
+                    "the tool exited with status {status} without a result: {}",
+                    excerpt(stderr)
+                ),
+                None => format!("the tool exited with status {status} without a result"),
             },
             Self::Instantiate { .. } => "the tool could not be started".to_owned(),
             Self::Cancelled { .. } => "the call was cancelled".to_owned(),

@@ -242,10 +242,18 @@ pub(crate) fn verdict(
                 ),
             };
         }
+        // The component's start-up code called `exit`.
         Failure::Start(error) => {
-            return CallError::Instantiate {
-                tool,
-                source: error.into(),
+            return match exit_status(&error) {
+                Some(status) => CallError::Exited {
+                    tool,
+                    status,
+                    stderr: None,
+                },
+                None => CallError::Instantiate {
+                    tool,
+                    source: error.into(),
+                },
             };
         }
         Failure::Run(error) => error,
@@ -264,6 +272,15 @@ pub(crate) fn verdict(
             grant: denial.grant,
         };
     }
+    // After the denials: a tool refused a capability may exit for want of it, and the grant
+    // to change is the news.
+    if let Some(status) = exit_status(&error) {
+        return CallError::Exited {
+            tool,
+            status,
+            stderr: None,
+        };
+    }
     let trap = match error.downcast_ref::<wasmtime::Trap>() {
         Some(trap) => format!("wasm trap: {trap}"),
         None => format!("{error:#}"),
@@ -273,4 +290,12 @@ pub(crate) fn verdict(
         trap,
         stderr: None,
     }
+}
+
+/// The status a guest gave WASI's `exit` (`wasi:cli/exit`), which wasmtime-wasi raises as an
+/// [`I32Exit`](wasmtime_wasi::I32Exit) error to unwind the call.
+fn exit_status(error: &wasmtime::Error) -> Option<i32> {
+    error
+        .downcast_ref::<wasmtime_wasi::I32Exit>()
+        .map(|exit| exit.0)
 }

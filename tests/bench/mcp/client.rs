@@ -95,6 +95,28 @@ impl Lines {
         }
     }
 
+    /// The names of the tools the server lists now, sorted.
+    pub(super) async fn tools(&mut self) -> anyhow::Result<Vec<String>> {
+        tool_names(&self.request("tools/list", json!({})).await?)
+    }
+
+    /// The server's tools, once it lists some: `host mcp` lists none while it compiles its
+    /// components (past its ready-wait), which a slow machine or a debug build can take long
+    /// to do, and calls made before would find no tool.
+    pub(super) async fn wait_for_tools(&mut self) -> anyhow::Result<Vec<String>> {
+        let deadline = Instant::now() + LOAD_DEADLINE;
+        loop {
+            let tools = self.tools().await?;
+            if !tools.is_empty() {
+                return Ok(tools);
+            }
+            if Instant::now() > deadline {
+                bail!("the server listed no tools within {LOAD_DEADLINE:?} of its start");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// One `tools/call` round trip.
     pub(super) async fn call(&mut self) -> anyhow::Result<Duration> {
         let started = Instant::now();
@@ -126,6 +148,29 @@ impl Lines {
         }
         Ok(started.elapsed())
     }
+}
+
+/// How long a server may take to load its tools (compiling them, on a cold start).
+const LOAD_DEADLINE: Duration = Duration::from_secs(600);
+/// How often a loading server is asked for its tools.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The names in an answer to `tools/list`, sorted; an error for an answer without a list.
+pub(super) fn tool_names(answer: &Value) -> anyhow::Result<Vec<String>> {
+    let tools = answer["result"]["tools"]
+        .as_array()
+        .with_context(|| format!("tools/list answered no list: {answer}"))?;
+    let mut names = tools
+        .iter()
+        .map(|tool| {
+            tool["name"]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("a tool without a name: {tool}"))
+        })
+        .collect::<anyhow::Result<Vec<String>>>()?;
+    names.sort();
+    Ok(names)
 }
 
 pub(super) fn check(answer: &Value) -> anyhow::Result<()> {
@@ -221,6 +266,22 @@ impl HttpClients {
         let took = started.elapsed();
         check(&reply.answer(7)?)?;
         Ok(took)
+    }
+
+    /// Waits until the server lists some tools (see [`Lines::wait_for_tools`]).
+    pub(super) async fn wait_for_tools(&mut self) -> anyhow::Result<()> {
+        let deadline = Instant::now() + LOAD_DEADLINE;
+        let list = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/list" });
+        loop {
+            let reply = self.connections[0].post(&self.server, &list).await?;
+            if !tool_names(&reply.answer(8)?)?.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("the server listed no tools within {LOAD_DEADLINE:?} of its start");
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// `calls` calls over `n` connections at once; how long they all took.

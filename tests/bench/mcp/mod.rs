@@ -2,7 +2,7 @@
 //! `add`) over stdio and over HTTP, measured with a raw JSON-RPC client (no SDK) against
 //! `host mcp` and against `bench-mcp-floor` (a minimal server that answers at once), in
 //! interleaved rounds; calls per second at 1 and 4 in flight; the start time (spawn to
-//! `tools/list` answered) with the eight example components and a warm compile cache;
+//! `tools/list` answered) with the example manifest's components and a warm compile cache;
 //! resident memory; and how soon a cancelled spinning call frees its instance.
 
 mod client;
@@ -17,18 +17,19 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use toolhost::mcp::server::{HttpServerOptions, McpServer, StdioOptions, serve_http, serve_lines};
 use toolhost::sandbox::LimitsConfig;
 use toolhost::units::HumanDuration;
-use toolhost::{ComponentConfig, Host, Runtime, RuntimeConfig};
+use toolhost::{ComponentConfig, Host, Manifest, Runtime, RuntimeConfig, Toolbox};
 use toolhost_tests::components::{CALCULATOR, MISBEHAVE};
 use toolhost_tests::{host_binary, repo_root};
 
-use client::{Connection, Http, Lines};
+use client::{Connection, Http, Lines, tool_names};
 
-use super::{Stats, fmt};
+use crate::{Bench, Stats, fmt, require_example_components};
 
 const FLOOR: &str = env!("CARGO_BIN_EXE_bench-mcp-floor");
 
 /// Prints the MCP section of the benchmark.
-pub async fn report(calls: usize) -> anyhow::Result<()> {
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    let calls = bench.iterations;
     let host = host_binary();
     let cache = tempfile::tempdir()?;
     let cache_dir = cache
@@ -47,9 +48,11 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
         Http::spawn(host.to_str().context("UTF-8 path")?, &http_args).await?;
     let mut floor_http = floor_http.connect(4).await?;
     let mut host_http = host_http.connect(4).await?;
+    host_stdio.wait_for_tools().await?;
+    host_http.wait_for_tools().await?;
 
     // Warm up every path, then interleave rounds so that all four see the same machine.
-    let rounds = 20;
+    let rounds = bench.scaled(20, 2);
     let per_round = (calls / rounds).max(10);
     let mut samples: [Vec<Duration>; 4] = Default::default();
     for round in 0..=rounds {
@@ -67,7 +70,7 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
     }
     let [floor_stdio_rt, host_stdio_rt, floor_http_rt, host_http_rt] = samples.map(Stats::of);
 
-    let throughput_calls = calls.max(400);
+    let throughput_calls = calls.max(bench.scaled(400, 8));
     let rate = |took: Duration| throughput_calls as f64 / took.as_secs_f64();
     let stdio_rates = [
         (
@@ -126,21 +129,32 @@ pub async fn report(calls: usize) -> anyhow::Result<()> {
     );
     println!("resident memory after the calls: host mcp {host_rss}; floor {floor_rss}");
 
-    start_times(&host).await?;
-    cancellation().await?;
+    start_times(&host, bench).await?;
+    cancellation(bench.scaled(10, 2)).await?;
     Ok(())
 }
 
-/// Spawn to `tools/list` answered, with the eight example components and a warm cache.
-async fn start_times(host: &std::path::Path) -> anyhow::Result<()> {
-    let manifest = repo_root().join("example-tools/toolhost.toml");
-    if !repo_root()
-        .join("example-tools/dist/text-python.wasm")
-        .exists()
-    {
-        println!("start: the example components are not built (just tools)");
-        return Ok(());
-    }
+/// Spawn to `tools/list` answered, with the example manifest's components: with an empty
+/// compile cache (until every tool is listed, which is when the cache is filled), then with
+/// the warm cache, where each start must list every tool at once.
+///
+/// A smoke run starts a manifest of the calculator alone (the example manifest's cold start
+/// compiles for minutes on a debug build), with no ready-wait: its cold start lists no
+/// tools at first, as the example manifest's does on a release build.
+async fn start_times(host: &std::path::Path, bench: &Bench) -> anyhow::Result<()> {
+    require_example_components()?;
+    let dir = tempfile::tempdir()?;
+    let (manifest, ready_wait) = if bench.smoke() {
+        let manifest = dir.path().join("toolhost.toml");
+        std::fs::write(
+            &manifest,
+            format!("[components.calculator]\npath = {CALCULATOR:?}\n"),
+        )?;
+        (manifest, "0s")
+    } else {
+        (repo_root().join("example-tools/toolhost.toml"), "5s")
+    };
+    let expected = manifest_tools(&bench.runtime, &manifest).await?;
     let cache = tempfile::tempdir()?;
     let args = [
         "--cache-dir",
@@ -148,25 +162,40 @@ async fn start_times(host: &std::path::Path) -> anyhow::Result<()> {
         "mcp",
         manifest.to_str().context("UTF-8 path")?,
     ];
+    // Only the cold start: a warm one with no ready-wait would answer before it loaded.
+    let cold_args = [&args[..], &["--ready-wait", ready_wait]].concat();
     let host = host.to_str().context("UTF-8 path")?;
-    let (cold, _, tools) = start_once(host, &args).await?;
+    // A cold `host mcp` answers with no tools while it compiles past its ready-wait: it is
+    // kept until it lists them all, its compile cache then filled for the warm starts.
+    let mut cold = start_once(host, &cold_args).await?;
+    if cold.tools.is_empty() {
+        cold.tools = cold.server.wait_for_tools().await?;
+    }
+    let cold_took = cold.started.elapsed();
+    ensure_listed("its cold start", &cold.tools, &expected)?;
+    drop(cold);
     let mut warm = Vec::new();
     let mut memory_line = String::new();
-    for i in 0..21 {
-        let (took, rss, _) = start_once(host, &args).await?;
+    for i in 0..=bench.scaled(20, 2) {
+        let start = start_once(host, &args).await?;
+        ensure_listed("a warm start", &start.tools, &expected)?;
         if i > 0 {
-            warm.push(took);
+            warm.push(start.took);
         }
-        memory_line = rss;
+        memory_line = memory(start.server.child.id());
     }
     let mut floor = Vec::new();
-    for _ in 0..20 {
-        floor.push(start_once(FLOOR, &[]).await?.0);
+    for _ in 0..bench.scaled(20, 2) {
+        floor.push(start_once(FLOOR, &[]).await?.took);
     }
     let warm = Stats::of(warm);
     let floor = Stats::of(floor);
     println!();
-    println!("start: spawn to tools/list answered ({tools} tools of the 8 example components)");
+    println!(
+        "start: spawn to tools/list answered ({} tools of {})",
+        expected.len(),
+        bench.scaled("the example manifest's components", "the calculator")
+    );
     println!("{:<36} {:>10} {:>10}", "", "median", "p90");
     println!(
         "{:<36} {:>10} {:>10}",
@@ -177,7 +206,7 @@ async fn start_times(host: &std::path::Path) -> anyhow::Result<()> {
     println!(
         "{:<36} {:>10}",
         "host mcp, empty cache (compiles)",
-        fmt(cold)
+        fmt(cold_took)
     );
     println!(
         "{:<36} {:>10} {:>10}",
@@ -189,8 +218,43 @@ async fn start_times(host: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One start: spawn, initialize, list; how long it took, the memory then, how many tools.
-async fn start_once(program: &str, args: &[&str]) -> anyhow::Result<(Duration, String, usize)> {
+/// The names of the tools the example manifest offers, as this build's library loads them,
+/// sorted.
+async fn manifest_tools(
+    runtime: &Runtime,
+    manifest: &std::path::Path,
+) -> anyhow::Result<Vec<String>> {
+    let manifest = Manifest::load(manifest)?;
+    let toolbox = Toolbox::builder(runtime)
+        .components(ComponentConfig::from_manifest(&manifest))
+        .build()
+        .await?;
+    let mut names = toolbox.names();
+    names.sort();
+    Ok(names)
+}
+
+/// Fails unless `host mcp` listed the manifest's tools (`expected`) at `when`.
+fn ensure_listed(when: &str, listed: &[String], expected: &[String]) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        listed == expected,
+        "host mcp listed {} tools at {when}, not the {} of its manifest: {listed:?}",
+        listed.len(),
+        expected.len()
+    );
+    Ok(())
+}
+
+/// A server started: how long from its spawn to `tools/list` answered, and what it listed.
+struct Started {
+    server: Lines,
+    started: Instant,
+    took: Duration,
+    tools: Vec<String>,
+}
+
+/// One start: spawn, initialize and list in one write.
+async fn start_once(program: &str, args: &[&str]) -> anyhow::Result<Started> {
     let started = Instant::now();
     let mut server = Lines::spawn_raw(program, args)?;
     let mut batch = String::new();
@@ -213,8 +277,12 @@ async fn start_once(program: &str, args: &[&str]) -> anyhow::Result<(Duration, S
         }
     };
     let took = started.elapsed();
-    let tools = listed["result"]["tools"].as_array().map_or(0, Vec::len);
-    Ok((took, memory(server.child.id()), tools))
+    Ok(Started {
+        tools: tool_names(&listed)?,
+        server,
+        started,
+        took,
+    })
 }
 
 /// Resident memory of process `pid` now and at its peak, from /proc (Linux).
@@ -233,7 +301,7 @@ fn memory(pid: Option<u32>) -> String {
 
 /// How soon a cancelled spinning call has freed its instance: the library's server in this
 /// process (so its count of calls in flight can be watched), over a pipe and over HTTP.
-async fn cancellation() -> anyhow::Result<()> {
+async fn cancellation(times: i64) -> anyhow::Result<()> {
     let cache = tempfile::tempdir()?;
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache.path().to_owned()),
@@ -283,7 +351,7 @@ async fn cancellation() -> anyhow::Result<()> {
             .await?;
     }
     let mut pipe = Vec::new();
-    for id in 1..=10 {
+    for id in 1..=times {
         to_server
             .write_all(format!("{}\n", spin(id)).as_bytes())
             .await?;
@@ -315,7 +383,7 @@ async fn cancellation() -> anyhow::Result<()> {
     .connect(1)
     .await?;
     let mut http = Vec::new();
-    for id in 1..=10 {
+    for id in 1..=times {
         let mut connection = Connection::open(&clients.server.authority).await?;
         let message = spin(id).to_string();
         let request = format!(
@@ -336,7 +404,7 @@ async fn cancellation() -> anyhow::Result<()> {
     }
     let (pipe, http) = (Stats::of(pipe), Stats::of(http));
     println!();
-    println!("cancellation: a spinning guest's instance freed after (median, p90; 10 each)");
+    println!("cancellation: a spinning guest's instance freed after (median, p90; {times} each)");
     println!(
         "{:<36} {:>10} {:>10}",
         "notifications/cancelled (pipe)",

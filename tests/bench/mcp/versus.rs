@@ -10,6 +10,8 @@
 //! default), for a host that cannot load this build's component (one from before contract
 //! 0.2 loads only 0.1 components); this host then serves that component too, so that the
 //! difference of the hosts alone shows next to that of hosts and components together.
+//!
+//! A smoke run without `BENCH_BASELINE_HOST` compares this host with itself.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +22,7 @@ use toolhost_tests::host_binary;
 
 use super::FLOOR;
 use super::client::Lines;
-use crate::{Stats, Summary, fmt, micros, ratio};
+use crate::{Bench, Stats, Summary, fmt, micros, ratio};
 
 /// One server of the comparison.
 struct Contender {
@@ -36,9 +38,12 @@ impl Contender {
         let cache = tempfile::tempdir()?;
         let cache_dir = cache.path().to_str().context("a UTF-8 temp path")?;
         let program = host.to_str().context("a UTF-8 path")?;
-        let server = Lines::spawn(program, &["--cache-dir", cache_dir, "mcp", component])
+        let mut server = Lines::spawn(program, &["--cache-dir", cache_dir, "mcp", component])
             .await
             .with_context(|| format!("{label}: `{program} mcp {component}` did not start"))?;
+        server.wait_for_tools().await.with_context(|| {
+            format!("{label}: `{program} mcp {component}` did not load its tools")
+        })?;
         Ok(Self {
             label,
             server,
@@ -57,9 +62,13 @@ impl Contender {
     }
 }
 
-/// Prints the comparison if `BENCH_BASELINE_HOST` names a host binary.
-pub async fn report(calls: usize, summary: &mut Summary) -> anyhow::Result<()> {
-    let Some(baseline) = std::env::var_os("BENCH_BASELINE_HOST").map(PathBuf::from) else {
+/// Prints the comparison if `BENCH_BASELINE_HOST` names a host binary (or in a smoke run).
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    let this = host_binary();
+    let named = std::env::var_os("BENCH_BASELINE_HOST").map(PathBuf::from);
+    let Some(baseline) = named.or_else(|| bench.scaled(None, Some(this.clone()))) else {
+        println!();
+        println!("(no baseline host: BENCH_BASELINE_HOST=path compares this one with it)");
         return Ok(());
     };
     anyhow::ensure!(
@@ -69,7 +78,6 @@ pub async fn report(calls: usize, summary: &mut Summary) -> anyhow::Result<()> {
         baseline.display()
     );
     let component = std::env::var("BENCH_BASELINE_COMPONENT").unwrap_or(CALCULATOR.to_owned());
-    let this = host_binary();
     let mut contenders = vec![
         Contender::host("this host".to_owned(), &this, CALCULATOR).await?,
         Contender::host("baseline host".to_owned(), &baseline, &component).await?,
@@ -80,8 +88,8 @@ pub async fn report(calls: usize, summary: &mut Summary) -> anyhow::Result<()> {
     }
     contenders.push(Contender::floor().await?);
 
-    let rounds = 20;
-    let per_round = (calls / rounds).max(10);
+    let rounds = bench.scaled(20, 2);
+    let per_round = (bench.iterations / rounds).max(10);
     for round in 0..=rounds {
         // Each round starts with another server, so that none always follows the same one.
         let n = contenders.len();
@@ -96,7 +104,12 @@ pub async fn report(calls: usize, summary: &mut Summary) -> anyhow::Result<()> {
         }
     }
     print(
-        &baseline, &component, rounds, per_round, contenders, summary,
+        &baseline,
+        &component,
+        rounds,
+        per_round,
+        contenders,
+        &mut bench.summary,
     );
     Ok(())
 }

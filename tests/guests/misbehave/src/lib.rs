@@ -120,6 +120,19 @@ fn crash(_: Nothing) -> Result<String, ToolError> {
     panic!("the misbehave tool crashed on purpose");
 }
 
+/// A process exit status.
+#[derive(Deserialize, JsonSchema)]
+struct Status {
+    /// The status.
+    status: i32,
+}
+
+/// Says why on stderr, then exits (WASI's `exit`) instead of returning.
+fn exit(args: Status) -> Result<String, ToolError> {
+    eprintln!("the misbehave tool exits on purpose");
+    std::process::exit(args.status);
+}
+
 /// Fails the polite way.
 fn fail(_: Nothing) -> Result<String, ToolError> {
     Err(ToolError::failed("it went wrong on purpose"))
@@ -201,6 +214,7 @@ impl Toolbox for Misbehave {
             Tool::new("chatter", "Prints to stdout and stderr.", chatter),
             Tool::new("sleep", "Sleeps.", sleep),
             Tool::new("crash", "Panics.", crash),
+            Tool::new("exit", "Exits with a status instead of returning.", exit),
             Tool::new("fail", "Returns a tool error.", fail),
             Tool::new("env", "Reads an environment variable.", env),
             Tool::with_context("context", "Returns the call context.", context),
