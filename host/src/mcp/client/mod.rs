@@ -53,7 +53,7 @@ mod lines;
 mod relay;
 pub(crate) mod result;
 mod stdio;
-mod tls;
+pub(crate) mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
+use crate::mcp::client::tls::install_crypto_provider;
+
 /// The largest document read from the authorization server (metadata, a key set, an
 /// introspection answer).
 pub(super) const MAX_DOCUMENT: usize = 256 << 10;
@@ -28,6 +30,7 @@ pub(super) enum FetchError {
 /// The HTTP client for the authorization server: no redirects followed (a document moved
 /// elsewhere is an error to fix, not a place to trust), `timeout` for the whole exchange.
 pub(super) fn client(timeout: Duration) -> Result<reqwest13::Client, reqwest13::Error> {
+    install_crypto_provider();
     reqwest13::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout)
