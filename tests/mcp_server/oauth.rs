@@ -48,6 +48,7 @@ introspection = {{ client_id = "rs", client_secret_env = "RS_SECRET" }}
             &[("RUST_LOG", "trace"), ("RS_SECRET", "rs-secret")],
         )
         .await;
+        server.loaded().await;
         Self {
             server,
             resource,
@@ -231,7 +232,10 @@ async fn the_python_sdk_registers_logs_in_with_pkce_and_calls() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(answer["result"]["content"][0]["text"], "42", "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], r#"{"result":42.0}"#,
+        "{answer}"
+    );
     assert!(
         answer["tools"]
             .as_array()

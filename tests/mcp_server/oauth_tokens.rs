@@ -22,6 +22,7 @@ async fn resource_server(issuer: &TestIssuer, refetch: &str) -> (HttpServer, Man
         issuer.url()
     ));
     let server = HttpServer::start(&[manifest.arg()], &[("RUST_LOG", "trace")]).await;
+    server.loaded().await;
     (server, manifest)
 }
 
@@ -52,7 +53,7 @@ pub async fn call_works(url: &str, token: &str) {
         .push(("authorization".into(), format!("Bearer {token}")));
     client.initialize().await;
     let answer = client.call("add", json!({ "a": 20, "b": 22 })).await;
-    assert_eq!(crate::text(&answer), "42", "{answer}");
+    assert_eq!(crate::text(&answer), r#"{"result":42.0}"#, "{answer}");
 }
 
 /// `token` in its three parts, the payload replaced by `claims`.

@@ -365,6 +365,27 @@ impl HttpServer {
             .await
     }
 
+    /// Waits until `GET /health` answers 200: the tools are loaded (a first start compiles
+    /// them, which may outlast `--ready-wait`).
+    pub async fn loaded(&self) {
+        let loaded = tokio::time::timeout(HANG, async {
+            loop {
+                if let Ok(answer) = self.get("/health").await
+                    && answer.status().is_success()
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(
+            loaded.is_ok(),
+            "the tools never loaded:\n{}",
+            self.stderr.text()
+        );
+    }
+
     /// Sends SIGTERM.
     pub fn terminate(&self) {
         signal(self.child.id().expect("the server runs"), "TERM");
