@@ -100,8 +100,8 @@ fuzz SECONDS="300" *TARGETS:
 # every example component, parallel calls, memory, and `host mcp` against a minimal MCP server
 # (`BENCH=mcp just bench`, or `BENCH=calls,start`, for those sections alone; docs/performance.md).
 bench: tools
-    cargo build --release -p toolhost --bin host
-    cargo bench -p toolhost-tests --bench calls
+    cargo build --locked --release -p toolhost --bin host
+    cargo bench --locked -p toolhost-tests --bench calls
 
 # Every answer is checked; the soak fails on a wrong answer or on memory that grows from the
 # middle to the end (tests/soak/main.rs says why that margin). Flags go to the driver:

@@ -20,7 +20,9 @@
 //! - **memory** (`memory.rs`), in a child process: the eight example components loaded and
 //!   idle, the increment per call in flight, and the growth over 100,000 calls;
 //! - **mcp** (`mcp/`): `host mcp` per call over stdio and HTTP against a minimal server, its
-//!   start time and memory, and how soon a cancelled call frees its instance.
+//!   start time and memory, and how soon a cancelled call frees its instance;
+//! - **oauth** (`oauth.rs`): a call with a validated (cached) JWT access token against one with
+//!   no auth, over `host mcp --http`.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -40,6 +42,7 @@ mod calls;
 mod components;
 mod mcp;
 mod memory;
+mod oauth;
 mod parallel;
 mod profile;
 mod reports;
@@ -129,6 +132,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "mcp",
         run: |bench| Box::pin(mcp::report(bench)),
+    },
+    Section {
+        name: "oauth",
+        run: |bench| Box::pin(oauth::report(bench)),
     },
 ];
 

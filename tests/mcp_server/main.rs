@@ -10,6 +10,8 @@ mod bounds;
 mod cancel;
 mod changes;
 mod http;
+mod oauth;
+mod oauth_tokens;
 mod peers;
 mod relay;
 mod served;

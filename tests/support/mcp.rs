@@ -313,11 +313,16 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts `host mcp` with `args` and `--http 127.0.0.1:0`, with `env` set.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_on("127.0.0.1:0", args, env).await
+    }
+
+    /// Starts `host mcp` with `args` and `--http LISTEN`, with `env` set.
+    pub async fn start_on(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = host_command();
         command
             .arg("mcp")
             .args(args)
-            .args(["--http", "127.0.0.1:0"])
+            .args(["--http", listen])
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -358,6 +363,27 @@ impl HttpServer {
             .get(format!("http://{}{path}", self.authority))
             .send()
             .await
+    }
+
+    /// Waits until `GET /health` answers 200: the tools are loaded (a first start compiles
+    /// them, which may outlast `--ready-wait`).
+    pub async fn loaded(&self) {
+        let loaded = tokio::time::timeout(HANG, async {
+            loop {
+                if let Ok(answer) = self.get("/health").await
+                    && answer.status().is_success()
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        })
+        .await;
+        assert!(
+            loaded.is_ok(),
+            "the tools never loaded:\n{}",
+            self.stderr.text()
+        );
     }
 
     /// Sends SIGTERM.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::resource_server::ResourceServerSection;
 use crate::spec::ToolAnnotations;
 
 /// The `[approval]` section.
@@ -53,12 +54,19 @@ pub struct McpConfig {
     /// `tenant` is listed. Other keys are dropped.
     #[serde(default)]
     pub pass_meta: BTreeSet<String>,
+    /// The access tokens `host mcp --http` accepts (`[mcp.auth]`); none asked for without it.
+    #[serde(default)]
+    pub auth: Option<ResourceServerSection>,
 }
 
 impl McpConfig {
-    /// This configuration with `other`'s keys added.
+    /// This configuration with `other`'s keys added (its `auth`, when it has one, replaces
+    /// this one's).
     pub fn merged(mut self, other: McpConfig) -> Self {
         self.pass_meta.extend(other.pass_meta);
+        if other.auth.is_some() {
+            self.auth = other.auth;
+        }
         self
     }
 }

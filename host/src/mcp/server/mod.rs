@@ -40,6 +40,7 @@
 #![allow(deprecated)]
 
 mod asking;
+pub mod auth;
 mod calls;
 mod changes;
 mod content;
