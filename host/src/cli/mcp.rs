@@ -2,6 +2,7 @@
 //! Streamable HTTP.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 use toolhost::mcp::server::{self, HttpOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
-use toolhost::{Host, McpConfig, Runtime};
+use toolhost::{Host, McpConfig, PerCallerLimits, Runtime};
 
 use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
 
@@ -109,6 +110,21 @@ pub struct McpArgs {
     #[arg(long = "pass-meta", value_name = "KEY")]
     pass_meta: Vec<String>,
 
+    /// HTTP: the requests a second each caller may make, sustained (over the manifest's
+    /// [mcp.per_caller] rate); past it, 429 with Retry-After
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_rate: Option<NonZeroU32>,
+
+    /// HTTP: how many requests a caller may make at once after a quiet spell (over
+    /// [mcp.per_caller] burst; the rate when not set)
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_burst: Option<NonZeroU32>,
+
+    /// HTTP: how many tool calls of one caller may run at once (over [mcp.per_caller]
+    /// calls); past it, 429
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_calls: Option<NonZeroU32>,
+
     #[command(flatten)]
     grants: GrantArgs,
 
@@ -127,6 +143,12 @@ impl McpArgs {
             .limits(self.limits.config())
             .mcp(McpConfig {
                 pass_meta: self.pass_meta.iter().cloned().collect(),
+                per_caller: PerCallerLimits {
+                    rate: self.caller_rate,
+                    burst: self.caller_burst,
+                    calls: self.caller_calls,
+                },
+                ..McpConfig::default()
             });
         host = tools_of(host, &self.target, &self.grants)?;
         // Watched from now: a SIGTERM while the tools load stops serving as soon as it starts.

@@ -74,12 +74,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod access;
 pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
 pub mod oci;
 mod sections;
 
+pub use access::{AccessRule, PerCallerLimits};
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::access::{AccessRule, PerCallerLimits};
 use crate::spec::ToolAnnotations;
 
 /// The `[approval]` section.
@@ -53,12 +54,22 @@ pub struct McpConfig {
     /// `tenant` is listed. Other keys are dropped.
     #[serde(default)]
     pub pass_meta: BTreeSet<String>,
+    /// Which verified callers may use which tools, prompts and resources (`[[mcp.access]]`);
+    /// none: every caller may use everything.
+    #[serde(default)]
+    pub access: Vec<AccessRule>,
+    /// Each caller's fair share of the server over HTTP (`[mcp.per_caller]`); nothing is
+    /// limited by default.
+    #[serde(default)]
+    pub per_caller: PerCallerLimits,
 }
 
 impl McpConfig {
     /// This configuration with `other`'s keys added.
     pub fn merged(mut self, other: McpConfig) -> Self {
         self.pass_meta.extend(other.pass_meta);
+        self.access.extend(other.access);
+        self.per_caller = self.per_caller.overridden_by(other.per_caller);
         self
     }
 }
