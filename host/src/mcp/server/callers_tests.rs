@@ -257,7 +257,7 @@ async fn each_caller_lists_and_calls_only_its_tools_and_the_others_do_not_exist_
     assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
     assert_eq!(
         hidden["error"]["message"],
-        "there is no tool `admin_reset`; the tools are: notes_read, whoami"
+        "there is no tool `admin_reset`; the tools are: whoami, notes_read"
     );
     assert_eq!(
         serde_json::to_string(&hidden)
