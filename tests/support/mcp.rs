@@ -313,11 +313,16 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts `host mcp` with `args` and `--http 127.0.0.1:0`, with `env` set.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_on("127.0.0.1:0", args, env).await
+    }
+
+    /// Starts `host mcp` with `args` and `--http LISTEN`, with `env` set.
+    pub async fn start_on(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut command = host_command();
         command
             .arg("mcp")
             .args(args)
-            .args(["--http", "127.0.0.1:0"])
+            .args(["--http", listen])
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

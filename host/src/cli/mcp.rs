@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
+use toolhost::mcp::server::auth::ResourceServerConfig;
 use toolhost::mcp::server::{self, HttpOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
-use toolhost::{Host, McpConfig, PerCallerLimits, Runtime};
+use toolhost::{Host, Manifest, McpConfig, PerCallerLimits, Runtime};
 
-use super::{ExitStatus, GrantArgs, LimitArgs, tools_of};
+use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest, tools_of};
 
 #[derive(Debug, Args)]
 // `--http` serves over HTTP here; the outgoing-HTTP grant of `host call` is `--allow-http`.
@@ -40,6 +41,21 @@ pub struct McpArgs {
     /// environment variable; needed to listen on an address other than loopback
     #[arg(long = "token-env", value_name = "VAR", requires = "listen")]
     token_env: Option<String>,
+
+    /// Take OAuth access tokens from this authorization server (its issuer URL) instead of a
+    /// static token: a resource server, as the manifest's [mcp.auth] (which these flags
+    /// override)
+    #[arg(long, value_name = "URL", requires = "listen")]
+    auth_issuer: Option<url::Url>,
+
+    /// With --auth-issuer: this server's resource URI, the URL clients reach /mcp at (a
+    /// token's `aud` must name it)
+    #[arg(long, value_name = "URL", requires = "auth_issuer")]
+    auth_resource: Option<url::Url>,
+
+    /// With --auth-issuer: a scope every token must grant (repeatable)
+    #[arg(long = "auth-scope", value_name = "SCOPE", requires = "auth_issuer")]
+    auth_scopes: Vec<String>,
 
     /// Serve HTTP without sessions (every POST stands alone; no standalone SSE stream)
     #[arg(long, requires = "listen")]
@@ -150,6 +166,7 @@ impl McpArgs {
                 },
                 ..McpConfig::default()
             });
+        let auth = self.resource_server()?;
         host = tools_of(host, &self.target, &self.grants)?;
         // Watched from now: a SIGTERM while the tools load stops serving as soon as it starts.
         let terminated = server::terminated();
@@ -190,6 +207,7 @@ impl McpArgs {
                     allowed_hosts: self.allowed_hosts,
                     allowed_origins: self.allowed_origins,
                     token,
+                    auth,
                     stateless: self.stateless,
                     max_body: max_request,
                     read_timeout: self.read_timeout.0,
@@ -224,6 +242,33 @@ impl McpArgs {
             // Stopped as asked (the client closed stdin, or SIGTERM): 0.
             None => Ok(ExitStatus::Success),
         }
+    }
+}
+
+impl McpArgs {
+    /// The access tokens to accept: the flags', else the manifest's `[mcp.auth]`, if any.
+    fn resource_server(&self) -> anyhow::Result<Option<ResourceServerConfig>> {
+        if let Some(issuer) = &self.auth_issuer {
+            let Some(resource) = &self.auth_resource else {
+                bail!(
+                    "--auth-issuer needs --auth-resource: the URL clients reach this server's \
+                     /mcp at, which its tokens must name"
+                );
+            };
+            let mut config = ResourceServerConfig::new(issuer.clone(), resource.clone());
+            config.scopes.clone_from(&self.auth_scopes);
+            return config.checked().map(Some);
+        }
+        if self.listen.is_none() || !is_manifest(&self.target) {
+            return Ok(None);
+        }
+        let manifest = Manifest::load(&self.target)?;
+        let Some(section) = &manifest.mcp.auth else {
+            return Ok(None);
+        };
+        let config = ResourceServerConfig::from_section(section)
+            .with_context(|| format!("in {}", self.target.display()))?;
+        Ok(Some(config))
     }
 }
 

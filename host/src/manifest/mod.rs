@@ -61,6 +61,11 @@
 //! [mcp]                       # `host mcp`: the `_meta` keys of a request that reach the tools
 //! pass_meta = ["tenant"]
 //!
+//! [mcp.auth]                  # `host mcp --http` takes only this issuer's tokens for this resource
+//! issuer = "https://login.example.com"
+//! resource = "https://tools.example.com/mcp"
+//! scopes = ["mcp:tools"]
+//!
 //! [components.shared]         # from an OCI registry, pulled once and cached by digest
 //! path = "oci://registry.example.com/tools/calculator:1"
 //! verify = { key = "keys/acme.pub" }   # its cosign signature must verify (see [oci])
@@ -79,6 +84,7 @@ pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
 pub mod oci;
+pub mod resource_server;
 mod sections;
 
 pub use access::{AccessRule, PerCallerLimits};

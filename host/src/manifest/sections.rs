@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::access::{AccessRule, PerCallerLimits};
+use super::resource_server::ResourceServerSection;
 use crate::spec::ToolAnnotations;
 
 /// The `[approval]` section.
@@ -62,14 +63,21 @@ pub struct McpConfig {
     /// limited by default.
     #[serde(default)]
     pub per_caller: PerCallerLimits,
+    /// The access tokens `host mcp --http` accepts (`[mcp.auth]`); none asked for without it.
+    #[serde(default)]
+    pub auth: Option<ResourceServerSection>,
 }
 
 impl McpConfig {
-    /// This configuration with `other`'s keys added.
+    /// This configuration with `other`'s keys added (its `auth`, when it has one, replaces
+    /// this one's).
     pub fn merged(mut self, other: McpConfig) -> Self {
         self.pass_meta.extend(other.pass_meta);
         self.access.extend(other.access);
         self.per_caller = self.per_caller.overridden_by(other.per_caller);
+        if other.auth.is_some() {
+            self.auth = other.auth;
+        }
         self
     }
 }

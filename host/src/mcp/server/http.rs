@@ -1,5 +1,5 @@
 //! MCP over Streamable HTTP: rmcp's service at `/mcp`, behind toolhost's own front:
-//! `GET /health`, a bearer token, a body limit, JSON-RPC errors for bodies that are not
+//! `GET /health`, a bearer token or OAuth access tokens ([`auth`](super::auth)), a body limit, JSON-RPC errors for bodies that are not
 //! JSON-RPC, cancel-on-disconnect for session-mode calls, and a graceful shutdown. Everything
 //! a peer can make the server hold is bounded ([`HttpOptions`]): connections, the time to send
 //! headers and body, the body's size, sessions and their idle time.
@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::McpServer;
+use super::auth::ResourceServer;
 use super::options::HttpOptions;
 use super::router::Router;
 use super::service::Mcp;
@@ -48,17 +49,26 @@ pub async fn serve_http(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
-    if !local.ip().is_loopback() && options.token.is_none() {
+    if options.token.is_some() && options.auth.is_some() {
         bail!(
-            "{local} is reachable from other machines: serving it needs a bearer token (put one \
-             in an environment variable and name it with --token-env), or listen on 127.0.0.1"
+            "both a static bearer token (--token-env) and an authorization server ([mcp.auth] \
+             or --auth-issuer) are given: use one (the static token is for a single user)"
         );
     }
+    if !local.ip().is_loopback() && options.token.is_none() && options.auth.is_none() {
+        bail!(
+            "{local} is reachable from other machines: serving it needs a bearer token (put one \
+             in an environment variable and name it with --token-env) or an authorization \
+             server ([mcp.auth]), or listen on 127.0.0.1"
+        );
+    }
+    let resource_server = options.auth.clone().map(ResourceServer::new).transpose()?;
     // Cancelled only after the calls in flight had their grace: it ends every session and
     // stream at once, and cancels what still runs.
     let stop = CancellationToken::new();
     let mcp = mcp_service(&server, local, &options, stop.clone());
-    let router = Arc::new(Router::new(mcp, server.clone(), &options));
+    let router =
+        Arc::new(Router::new(mcp, server.clone(), &options).with_resource_server(resource_server));
     let closing = CancellationToken::new();
     let connections = accept(listener, &router, &options, &closing, shutdown).await;
     tracing::info!("stopped accepting connections");

@@ -40,6 +40,7 @@
 #![allow(deprecated)]
 
 mod asking;
+pub mod auth;
 #[cfg(test)]
 mod callers_tests;
 mod calls;

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use super::auth::ResourceServerConfig;
+
 /// How the HTTP server runs.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
@@ -16,6 +18,10 @@ pub struct HttpOptions {
     /// The bearer token every request to `/mcp` must carry (`Authorization: Bearer ...`);
     /// required to listen on an address other than loopback.
     pub token: Option<String>,
+    /// The access tokens accepted, as an OAuth 2.1 resource server (the manifest's
+    /// `[mcp.auth]`): a request to `/mcp` needs one, and its caller reaches the handlers.
+    /// Not together with `token`.
+    pub auth: Option<ResourceServerConfig>,
     /// Serve without sessions: every POST stands alone, there is no standalone SSE stream.
     pub stateless: bool,
     /// The largest request body, in bytes: one declared larger gets 413 before it is read,
@@ -39,13 +45,14 @@ pub struct HttpOptions {
 }
 
 impl Default for HttpOptions {
-    /// Loopback hosts and origins only, no token, sessions, 4 MiB bodies read within 30 s,
+    /// Loopback hosts and origins only, no token nor resource server, sessions, 4 MiB bodies read within 30 s,
     /// 512 connections, 1,000 sessions ending after 2 minutes idle, 10 s of grace.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             token: None,
+            auth: None,
             stateless: false,
             max_body: 4 << 20,
             read_timeout: Duration::from_secs(30),

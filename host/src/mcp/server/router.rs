@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio_util::task::TaskTracker;
 
 use super::McpServer;
+use super::auth::{Challenge, ResourceServer};
 use super::disconnect::WatchedBody;
 use super::fair::{Admitted, FairShare};
 use super::identity;
@@ -25,6 +26,8 @@ pub(super) struct Router {
     mcp: Mcp,
     server: McpServer,
     token: Option<String>,
+    /// The access tokens accepted, when the server is a resource server (`[mcp.auth]`).
+    resource_server: Option<ResourceServer>,
     max_body: usize,
     read_timeout: Duration,
     max_connections: usize,
@@ -46,6 +49,7 @@ impl Router {
             mcp,
             server,
             token: options.token.clone(),
+            resource_server: None,
             max_body: options.max_body,
             read_timeout: options.read_timeout,
             max_connections: options.max_connections,
@@ -58,10 +62,19 @@ impl Router {
         }
     }
 
+    /// This router, taking the access tokens `resource_server` accepts.
+    pub(super) fn with_resource_server(mut self, resource_server: Option<ResourceServer>) -> Self {
+        self.resource_server = resource_server;
+        self
+    }
+
     pub(super) async fn route(&self, request: Request<Incoming>) -> Response<ResponseBody> {
         match request.uri().path() {
             "/mcp" => {}
             "/health" => return self.health(&request).await,
+            path if (self.resource_server.as_ref()).is_some_and(|rs| rs.is_metadata_path(path)) => {
+                return self.resource_metadata(&request).await;
+            }
             _ => {
                 return text(
                     StatusCode::NOT_FOUND,
@@ -69,19 +82,10 @@ impl Router {
                 );
             }
         }
-        if let Some(token) = &self.token
-            && !authorized(request.headers(), token)
-        {
-            let mut response = text(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized: send the server's token as `Authorization: Bearer <token>`",
-            );
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                http::HeaderValue::from_static("Bearer"),
-            );
-            return response;
-        }
+        let request = match self.authenticate(request).await {
+            Ok(request) => request,
+            Err(response) => return response,
+        };
         if let Some(declared) = declared_length(request.headers())
             && declared > self.max_body as u64
         {
@@ -104,6 +108,53 @@ impl Router {
             return self.mcp.handle(request).await;
         }
         self.post(request).await
+    }
+
+    /// `request` with its credentials checked and taken off, and the caller they stand for
+    /// attached (an `Arc<Caller>` extension), or the answer to give instead: 401 or 403.
+    async fn authenticate<B>(
+        &self,
+        mut request: Request<B>,
+    ) -> Result<Request<B>, Response<ResponseBody>> {
+        if let Some(token) = &self.token
+            && !authorized(request.headers(), token)
+        {
+            let mut response = text(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: send the server's token as `Authorization: Bearer <token>`",
+            );
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                http::HeaderValue::from_static("Bearer"),
+            );
+            return Err(response);
+        }
+        if let Some(resource_server) = &self.resource_server {
+            let caller = resource_server
+                .authenticate(request.headers())
+                .await
+                .map_err(|challenge| challenged(&challenge))?;
+            request.extensions_mut().insert(caller);
+        }
+        // What the handlers see of the request (rmcp hands them its parts) holds no token.
+        request.headers_mut().remove(header::AUTHORIZATION);
+        Ok(request)
+    }
+
+    /// `GET /.well-known/oauth-protected-resource[/mcp]`: this server's metadata (RFC 9728),
+    /// for an allowed `Host` and `Origin` only (as `/mcp`).
+    async fn resource_metadata<B>(&self, request: &Request<B>) -> Response<ResponseBody> {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+        }
+        if let Some(refused) = self.mcp.refuses(request.headers()).await {
+            return refused;
+        }
+        match &self.resource_server {
+            Some(resource_server) => json_response(StatusCode::OK, resource_server.document()),
+            None => text(StatusCode::NOT_FOUND, "not found"),
+        }
     }
 
     /// The answer on a connection past the cap: `/health` as usual, 503 to anything else.
@@ -337,8 +388,25 @@ fn closes(response: &mut Response<ResponseBody>) {
         .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
 }
 
-/// Whether the request carries `Authorization: Bearer <token>`. The comparison takes the
-/// same time wherever the first difference is.
+/// The answer `challenge` stands for: its status, `WWW-Authenticate` and JSON body.
+fn challenged(challenge: &Challenge) -> Response<ResponseBody> {
+    let mut response = json_response(challenge.status, &challenge.body());
+    if let Some(value) = &challenge.www_authenticate
+        && let Ok(value) = http::HeaderValue::from_str(value)
+    {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    if challenge.status == StatusCode::SERVICE_UNAVAILABLE {
+        let retry = http::HeaderValue::from_static("5");
+        response.headers_mut().insert(header::RETRY_AFTER, retry);
+    }
+    response
+}
+
+/// Whether the request carries `Authorization: Bearer <token>`, compared in constant time
+/// (`subtle`): the time taken does not tell where the first difference is.
 fn authorized(headers: &http::HeaderMap, token: &str) -> bool {
     let Some(value) = headers
         .get(header::AUTHORIZATION)
@@ -353,12 +421,7 @@ fn authorized(headers: &http::HeaderMap, token: &str) -> bool {
         return false;
     }
     let (given, token) = (given.trim().as_bytes(), token.as_bytes());
-    given.len() == token.len()
-        && given
-            .iter()
-            .zip(token)
-            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-            == 0
+    bool::from(subtle::ConstantTimeEq::ct_eq(given, token))
 }
 
 fn text(status: StatusCode, body: &str) -> Response<ResponseBody> {
