@@ -19,6 +19,8 @@
 //!   (`BENCH=mcp just bench` for that part alone).
 //!
 //! - **access tokens** (`oauth.rs`): a call with a validated JWT against one with no auth.
+//! - **two callers** (`fairness.rs`): a quiet caller's latency while another floods, without
+//!   and with per-caller limits.
 //! - **reports** (`reports.rs`): what a tool's progress reports and log lines cost a call;
 //! - **a baseline host** (`mcp/versus.rs`, with `BENCH_BASELINE_HOST=path`): a text-only
 //!   call through an older `host` binary against this one, over `host mcp` on stdio.
@@ -32,6 +34,7 @@
 
 mod baseline;
 mod components;
+mod fairness;
 mod mcp;
 mod memory;
 mod oauth;
@@ -67,6 +70,13 @@ async fn run() -> anyhow::Result<()> {
     // `BENCH=mcp just bench`: only the MCP section.
     if std::env::var("BENCH").as_deref() == Ok("mcp") {
         return mcp::report(iterations).await;
+    }
+    // `BENCH=fairness just bench`: only the two-caller section.
+    if std::env::var("BENCH").as_deref() == Ok("fairness") {
+        let mut summary = Summary::default();
+        fairness::report(iterations, &mut summary).await?;
+        println!("{}", summary.line());
+        return Ok(());
     }
     // `BENCH=oauth just bench`: only the access-token section.
     if std::env::var("BENCH").as_deref() == Ok("oauth") {
@@ -184,6 +194,7 @@ async fn run() -> anyhow::Result<()> {
     memory::report(cache.path(), &mut summary)?;
     mcp::report(iterations).await?;
     oauth::report(iterations, &mut summary).await?;
+    fairness::report(iterations, &mut summary).await?;
 
     println!();
     println!(

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 mod abuse;
+mod callers;
 mod cancel;
 mod changes;
 mod http;
