@@ -74,14 +74,14 @@ impl FairShare {
         key: &str,
         is_call: bool,
         id: Option<&Value>,
-    ) -> Result<Admitted, Response<ResponseBody>> {
+    ) -> Result<Admitted, Box<Response<ResponseBody>>> {
         if let Some(requests) = &self.requests {
             let key = tracked(key, requests);
             if let Err(refused) = requests.check_key(&key) {
                 let wait = refused.wait_time_from(requests.clock().now());
                 let message = "too many requests from this caller ([mcp.per_caller] rate); \
                                try again after the time Retry-After says";
-                return Err(too_many(wait, message, id));
+                return Err(Box::new(too_many(wait, message, id)));
             }
         }
         let permit = match (&self.calls, is_call) {
@@ -91,7 +91,7 @@ impl FairShare {
                      calls); try again when one has finished",
                     calls.cap
                 );
-                too_many(Duration::from_secs(1), &message, id)
+                Box::new(too_many(Duration::from_secs(1), &message, id))
             })?),
             _ => None,
         };
@@ -214,8 +214,12 @@ mod tests {
     #[test]
     fn a_callers_calls_past_its_cap_are_refused_until_one_ends() {
         let fair = FairShare::new(&limits(0, 0, 2));
-        let first = fair.admit("alice", true, None).ok().expect("a place");
-        let _second = fair.admit("alice", true, None).ok().expect("a place");
+        let (Ok(first), Ok(_second)) = (
+            fair.admit("alice", true, None),
+            fair.admit("alice", true, None),
+        ) else {
+            panic!("two places");
+        };
         assert!(fair.admit("alice", true, None).is_err());
         // Other requests of alice's, and bob's calls, are not held back.
         assert!(fair.admit("alice", false, None).is_ok());

@@ -217,7 +217,7 @@ impl Router {
         }
         let admitted = match self.admit(&parts, method, request_id.as_ref()) {
             Ok(admitted) => admitted,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         let request = Request::from_parts(parts, Full::new(bytes));
         let response =
@@ -235,7 +235,7 @@ impl Router {
         parts: &http::request::Parts,
         method: Option<&str>,
         id: Option<&Value>,
-    ) -> Result<Admitted, Response<ResponseBody>> {
+    ) -> Result<Admitted, Box<Response<ResponseBody>>> {
         let Some(host) = self.server.host() else {
             return Ok(Admitted::free());
         };
