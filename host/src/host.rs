@@ -25,6 +25,7 @@ use crate::source::{CallContext, ToolOutput};
 use crate::source::{SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
 use crate::toolbox::Toolbox;
+use crate::toolbox::access::Access;
 
 /// Loaded tools, the model they are offered to, and how the loop runs.
 ///
@@ -240,13 +241,15 @@ impl HostBuilder {
         };
         check_tool_options(&toolbox, &manifest.tools)?;
         check_stop_at(&toolbox, &options)?;
+        let mcp = manifest.mcp.merged(self.mcp);
+        check_access(&toolbox, &mcp)?;
         Ok(Host {
             toolbox: Arc::new(toolbox),
             model,
             agent: options,
             tools: manifest.tools,
             audit,
-            mcp: manifest.mcp.merged(self.mcp),
+            mcp,
             provider,
         })
     }
@@ -314,6 +317,19 @@ fn check_tool_options(
         names.join("], [tools."),
         catalog.names().join(", ")
     )))
+}
+
+/// Every tool, prompt and resource `[[mcp.access]]` names must be loaded, unless a source was
+/// left out (then it is only a warning).
+fn check_access(toolbox: &Toolbox, mcp: &McpConfig) -> Result<(), HostError> {
+    let Err(problem) = Access::new(&mcp.access).check(&toolbox.catalog(), &toolbox.offers()) else {
+        return Ok(());
+    };
+    if toolbox.skipped().is_empty() {
+        return Err(HostError::Config(problem));
+    }
+    tracing::warn!("{problem} (a source was left out)");
+    Ok(())
 }
 
 /// Every tool `stop_at` names must be loaded.

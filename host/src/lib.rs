@@ -105,7 +105,10 @@ pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
-pub use manifest::{ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, ToolOptions};
+pub use manifest::{
+    AccessRule, ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, PerCallerLimits,
+    ToolOptions,
+};
 pub use native_tools::NativeTools;
 pub use offers::{
     FilledPrompt, OfferError, Offers, Prompt, PromptArgument, PromptInput, PromptMessage,

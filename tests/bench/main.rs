@@ -22,7 +22,9 @@
 //! - **mcp** (`mcp/`): `host mcp` per call over stdio and HTTP against a minimal server, its
 //!   start time and memory, and how soon a cancelled call frees its instance;
 //! - **oauth** (`oauth.rs`): a call with a validated (cached) JWT access token against one with
-//!   no auth, over `host mcp --http`.
+//!   no auth, over `host mcp --http`;
+//! - **fairness** (`fairness.rs`): a quiet caller's latency while another floods, without and
+//!   with per-caller limits.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -40,6 +42,7 @@
 mod baseline;
 mod calls;
 mod components;
+mod fairness;
 mod mcp;
 mod memory;
 mod oauth;
@@ -136,6 +139,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "oauth",
         run: |bench| Box::pin(oauth::report(bench)),
+    },
+    Section {
+        name: "fairness",
+        run: |bench| Box::pin(fairness::report(bench)),
     },
 ];
 

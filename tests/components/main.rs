@@ -12,6 +12,7 @@ mod entry;
 mod isolation;
 mod limits;
 mod load;
+mod per_caller;
 mod pool;
 mod sandbox;
 mod snapshots;

@@ -7,6 +7,7 @@
 
 mod abuse;
 mod bounds;
+mod callers;
 mod cancel;
 mod changes;
 mod http;

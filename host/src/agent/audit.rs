@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::arguments::Arguments;
+use crate::caller::Caller;
 use crate::sandbox::ReportCounts;
 use crate::source::Origin;
 use crate::toolbox::Toolbox;
@@ -86,6 +87,85 @@ pub struct AuditRecord {
     /// is not kept).
     #[serde(skip_serializing_if = "ReportCounts::is_none")]
     pub reports: ReportCounts,
+    /// Who made the call, when a verified access token said (`host mcp` over HTTP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<AuditCaller>,
+}
+
+/// Who made a call, as the audit log records it: what the caller's verified access token
+/// said, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AuditCaller {
+    /// The token's subject (`sub`).
+    pub subject: String,
+    /// The application it was issued to (`client_id`), when it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Who issued it (`iss`).
+    pub issuer: String,
+    /// The scopes it grants.
+    pub scopes: Vec<String>,
+}
+
+impl From<&Caller> for AuditCaller {
+    fn from(caller: &Caller) -> Self {
+        Self {
+            subject: caller.subject.clone(),
+            client_id: caller.client_id.clone(),
+            issuer: caller.issuer.clone(),
+            scopes: caller.scopes.iter().cloned().collect(),
+        }
+    }
+}
+
+/// A call `host mcp` served, as the audit log records it: `run_id` is `mcp` and `round` 0
+/// (there is no run), no approval was asked, and the caller is recorded when a verified
+/// token said who it is. A call of a tool the caller may not use is recorded too, as
+/// `unknown_tool`, as the caller was answered.
+pub struct ServedCall<'a> {
+    /// The JSON-RPC request's id.
+    pub call_id: &'a str,
+    /// The tool, as the client named it.
+    pub tool: &'a str,
+    /// Its arguments (recorded redacted).
+    pub arguments: &'a Arguments,
+    /// `ok`, or the error's kind.
+    pub outcome: &'a str,
+    /// The operator's message of what went wrong, if anything did.
+    pub error: Option<&'a str>,
+    /// How long it ran.
+    pub duration: Duration,
+    /// Who made it.
+    pub caller: Option<&'a Caller>,
+}
+
+impl ServedCall<'_> {
+    /// Writes its record to `sink`; `toolbox` says where the tool comes from and what it is
+    /// granted.
+    pub fn record(&self, toolbox: &Toolbox, sink: &dyn AuditSink) -> std::io::Result<()> {
+        let known = self.outcome != "unknown_tool";
+        let record = AuditRecord {
+            time: now(),
+            run_id: "mcp".to_owned(),
+            round: 0,
+            call_id: self.call_id.to_owned(),
+            tool: self.tool.to_owned(),
+            source: toolbox.origin(self.tool).filter(|_| known),
+            grants: (toolbox.source_of(self.tool))
+                .filter(|_| known)
+                .and_then(|source| source.grants().map(describe_grants)),
+            arguments: redact(self.arguments.value().clone()),
+            outcome: self.outcome.to_owned(),
+            error: self.error.map(|message| truncate(message, MAX_TEXT)),
+            invalid: None,
+            duration: self.duration,
+            approval: Approval::NotRequired,
+            repeat_of: None,
+            reports: ReportCounts::default(),
+            caller: self.caller.map(AuditCaller::from),
+        };
+        sink.record(&record)
+    }
 }
 
 /// An audit log in a file: JSON lines, appended. The file is created readable and writable
@@ -170,6 +250,7 @@ impl AuditTrail<'_> {
             approval: execution.approval,
             repeat_of: execution.repeat_of.clone(),
             reports: execution.reports,
+            caller: None,
         };
         write(sink, &record)
     }
@@ -195,6 +276,7 @@ impl AuditTrail<'_> {
             approval: Approval::NotRequired,
             repeat_of: None,
             reports: ReportCounts::default(),
+            caller: None,
         };
         write(sink, &record)
     }

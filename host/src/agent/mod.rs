@@ -80,7 +80,7 @@ use tracing::Instrument;
 
 pub use approval::{Approval, ApprovalPredicate, ApprovalRules, Decision, PendingCall};
 pub use asking::{AskingCall, InputAnswer, MAX_ASKS};
-pub use audit::{AuditLog, AuditRecord, AuditSink};
+pub use audit::{AuditCaller, AuditLog, AuditRecord, AuditSink, ServedCall};
 pub use config::AgentConfig;
 pub use conversation::{Conversation, FORMAT_VERSION, FormatError};
 pub use error::{AgentError, AgentErrorKind, RunRecord};

@@ -2,6 +2,7 @@
 //! Streamable HTTP.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use clap::Args;
 use toolhost::mcp::server::auth::ResourceServerConfig;
 use toolhost::mcp::server::{self, HttpServerOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
-use toolhost::{Host, Manifest, McpConfig, Runtime};
+use toolhost::{Host, Manifest, McpConfig, PerCallerLimits, Runtime};
 
 use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest, tools_of};
 
@@ -125,6 +126,21 @@ pub struct McpArgs {
     #[arg(long = "pass-meta", value_name = "KEY")]
     pass_meta: Vec<String>,
 
+    /// HTTP: the requests a second each caller may make, sustained (over the manifest's
+    /// [mcp.per_caller] rate); past it, 429 with Retry-After
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_rate: Option<NonZeroU32>,
+
+    /// HTTP: how many requests a caller may make at once after a quiet spell (over
+    /// [mcp.per_caller] burst; the rate when not set)
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_burst: Option<NonZeroU32>,
+
+    /// HTTP: how many tool calls of one caller may run at once (over [mcp.per_caller]
+    /// calls); past it, 429
+    #[arg(long, value_name = "N", requires = "listen")]
+    caller_calls: Option<NonZeroU32>,
+
     #[command(flatten)]
     grants: GrantArgs,
 
@@ -143,6 +159,11 @@ impl McpArgs {
             .limits(self.limits.config())
             .mcp(McpConfig {
                 pass_meta: self.pass_meta.iter().cloned().collect(),
+                per_caller: PerCallerLimits {
+                    rate: self.caller_rate,
+                    burst: self.caller_burst,
+                    calls: self.caller_calls,
+                },
                 ..McpConfig::default()
             });
         let auth = self.resource_server()?;

@@ -103,7 +103,7 @@ pub(crate) async fn call_tool(
     runtime: &Runtime,
     pre: &ToolInstancePre,
     sandbox: &Sandbox,
-    spare: &Arc<Spare>,
+    spare: Option<&Arc<Spare>>,
     tool: &str,
     arguments: &str,
     context: &CallContext,
@@ -129,8 +129,7 @@ pub(crate) async fn call_tool(
         reports = store.data_mut().reports.finish();
         result
     };
-    let (result, stdout, stderr) =
-        run(runtime, pre, sandbox, tool, body, phases, Some(spare)).await;
+    let (result, stdout, stderr) = run(runtime, pre, sandbox, tool, body, phases, spare).await;
     let duration = started.elapsed();
     log_output(tool, &stdout, &stderr);
     let result = match result {

@@ -353,13 +353,16 @@ impl LoadedComponent {
             tool: tool.to_owned(),
             source: error.into(),
         })?;
-        let sandbox = &self.sandbox;
+        // A directory per caller makes the caller's own sandbox, whose store is never made
+        // ahead (a spare instance's store is the component's).
+        let sandbox = self.sandbox.for_caller(tool, context.caller.as_deref())?;
+        let spare = (!self.sandbox.has_caller_dirs()).then_some(&self.spare);
         let output = self.output_validator(tool);
         call::call_tool(
             &self.runtime,
             pre,
-            sandbox,
-            &self.spare,
+            &sandbox,
+            spare,
             tool,
             arguments,
             context,

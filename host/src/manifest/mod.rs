@@ -79,6 +79,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub mod access;
 pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
@@ -86,6 +87,7 @@ pub mod oci;
 pub mod resource_server;
 mod sections;
 
+pub use access::{AccessRule, PerCallerLimits};
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::access::{AccessRule, PerCallerLimits};
 use super::resource_server::ResourceServerSection;
 use crate::spec::ToolAnnotations;
 
@@ -54,6 +55,14 @@ pub struct McpConfig {
     /// `tenant` is listed. Other keys are dropped.
     #[serde(default)]
     pub pass_meta: BTreeSet<String>,
+    /// Which verified callers may use which tools, prompts and resources (`[[mcp.access]]`);
+    /// none: every caller may use everything.
+    #[serde(default)]
+    pub access: Vec<AccessRule>,
+    /// Each caller's fair share of the server over HTTP (`[mcp.per_caller]`); nothing is
+    /// limited by default.
+    #[serde(default)]
+    pub per_caller: PerCallerLimits,
     /// The access tokens `host mcp --http` accepts (`[mcp.auth]`); none asked for without it.
     #[serde(default)]
     pub auth: Option<ResourceServerSection>,
@@ -64,6 +73,8 @@ impl McpConfig {
     /// this one's).
     pub fn merged(mut self, other: McpConfig) -> Self {
         self.pass_meta.extend(other.pass_meta);
+        self.access.extend(other.access);
+        self.per_caller = self.per_caller.overridden_by(other.per_caller);
         if other.auth.is_some() {
             self.auth = other.auth;
         }

@@ -15,6 +15,7 @@ use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
 
+pub mod access;
 mod catalog;
 mod changes;
 #[cfg(feature = "mcp-client")]
@@ -24,6 +25,7 @@ mod offers;
 pub use catalog::Catalog;
 use catalog::{Slot, check, invalid_arguments};
 pub use changes::ToolChanges;
+pub use offers::{no_prompt, no_resource};
 
 /// Every tool of a set of sources (sandboxed components first among them), by unique name.
 /// Calls may run concurrently; a component's each run in a fresh instance.

@@ -101,43 +101,52 @@ impl Toolbox {
     }
 
     fn no_resource(&self, uri: &str) -> String {
-        let offers = self.offers();
-        let known: Vec<&str> = offers
-            .resources
-            .iter()
-            .map(|r| r.uri.as_str())
-            .chain(offers.templates.iter().map(|t| t.uri_template.as_str()))
-            .take(20)
-            .collect();
-        format!(
-            "no resource has the URI {}; there are: {}",
-            shortened(uri),
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )
+        no_resource(&self.offers(), uri)
     }
 
     fn no_prompt(&self, name: &str) -> String {
-        let offers = self.offers();
-        let known: Vec<&str> = offers
-            .prompts
-            .iter()
-            .map(|p| p.name.as_str())
-            .take(20)
-            .collect();
-        format!(
-            "there is no prompt {}; there are: {}",
-            shortened(name),
-            if known.is_empty() {
-                "none".to_owned()
-            } else {
-                known.join(", ")
-            }
-        )
+        no_prompt(&self.offers(), name)
     }
+}
+
+/// What is said of a resource `uri` that `offers` does not have: the same whether it does
+/// not exist or a caller may not read it (`offers` is then the caller's part).
+pub fn no_resource(offers: &Offers, uri: &str) -> String {
+    let known: Vec<&str> = offers
+        .resources
+        .iter()
+        .map(|r| r.uri.as_str())
+        .chain(offers.templates.iter().map(|t| t.uri_template.as_str()))
+        .take(20)
+        .collect();
+    format!(
+        "no resource has the URI {}; there are: {}",
+        shortened(uri),
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    )
+}
+
+/// What is said of a prompt `name` that `offers` does not have (see [`no_resource`]).
+pub fn no_prompt(offers: &Offers, name: &str) -> String {
+    let known: Vec<&str> = offers
+        .prompts
+        .iter()
+        .map(|p| p.name.as_str())
+        .take(20)
+        .collect();
+    format!(
+        "there is no prompt {}; there are: {}",
+        shortened(name),
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    )
 }
 
 /// `text` cut to 200 characters, for an error that echoes it.

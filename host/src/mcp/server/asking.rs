@@ -5,21 +5,28 @@
 //!   requests, only those the client's capabilities allow (none left: -32021), and a
 //!   `requestState` the client sends back with its answers. The state is the component's own
 //!   state sealed with HMAC-SHA256 under a key of this server, bound to what asked (a tool or
-//!   a prompt, its name and its arguments) and good for an hour: a state changed by the
-//!   client, made for another request (a tool's state sent to a prompt of the same name
-//!   included), or from another server is refused (-32602), never given to a component.
+//!   a prompt, its name and its arguments) and to who asked (the verified caller's issuer and
+//!   subject), and good for an hour: a state changed by the client, made for another request
+//!   (a tool's state sent to a prompt of the same name included), for another caller, or
+//!   from another server is refused (-32602), never given to a component.
+//!
+//! The sealing is rmcp's `RequestStateCodec` (feature `request-state`), adopted over the
+//! hand-written HMAC this module had (issue 37): it gives the same guarantees (an HMAC-SHA256
+//! tag, binding through associated data, an expiry, one key shared by replicas) and a keyring
+//! for rotating keys besides. What it does not do is say which binding failed; as its rustdoc
+//! asks, the client gets one refusal for all of them (an expired state apart), and the log
+//! says which.
 //! - **Earlier revisions** (a session): the server asks the client itself
 //!   (`elicitation/create`, `sampling/createMessage`, `roots/list`) while the request waits,
 //!   and runs it again with the answers, for at most [`MAX_ROUNDS`] rounds.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use base64::Engine as _;
 use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, ErrorData, InputRequest as McpRequest, InputRequiredResult, InputResponses,
-    ServerRequest,
+    RequestStateCodec, RequestStateError, SealOptions, ServerRequest,
 };
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
@@ -37,29 +44,36 @@ pub(super) const MAX_ROUNDS: usize = 8;
 /// How long a `requestState` is good for.
 const STATE_LIFETIME: Duration = Duration::from_secs(3600);
 
-/// The key `requestState`s are sealed with: random, made when the server starts.
-pub(super) struct StateKey(ring::hmac::Key);
+/// The key `requestState`s are sealed with: random, made when the server starts, or a
+/// secret replicas share. rmcp's [`RequestStateCodec`] does the sealing: HMAC-SHA256 over the
+/// state and an expiry, with associated data that binds it to the request (kind, name, a
+/// digest of the arguments) and to the caller, none of which is stored in the token.
+pub(super) struct StateKey(RequestStateCodec);
 
 impl StateKey {
     /// The key made from `secret` (at least 32 bytes), which replicas share so that any of
     /// them can open a state another made.
     pub(super) fn from_secret(secret: &[u8]) -> Result<Self, String> {
-        if secret.len() < 32 {
-            return Err(format!(
-                "a request-state key needs at least 32 bytes, this one has {}; make one with \
-                 `head -c 32 /dev/urandom > state.key`",
-                secret.len()
-            ));
-        }
-        Ok(Self(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret)))
+        RequestStateCodec::try_new(secret.to_vec())
+            .map(Self)
+            .map_err(|_| {
+                format!(
+                    "a request-state key needs at least {} bytes, this one has {}; make one with \
+                     `head -c 32 /dev/urandom > state.key`",
+                    RequestStateCodec::MIN_KEY_LENGTH,
+                    secret.len()
+                )
+            })
     }
 
     /// A fresh random key.
     pub(super) fn random() -> Result<Self, String> {
-        let key =
-            ring::hmac::Key::generate(ring::hmac::HMAC_SHA256, &ring::rand::SystemRandom::new())
-                .map_err(|_| "no randomness for the request-state key".to_owned())?;
-        Ok(Self(key))
+        use ring::rand::SecureRandom as _;
+        let mut secret = [0u8; 32];
+        ring::rand::SystemRandom::new()
+            .fill(&mut secret)
+            .map_err(|_| "no randomness for the request-state key".to_owned())?;
+        Self::from_secret(&secret)
     }
 }
 
@@ -73,29 +87,32 @@ pub(super) enum Kind {
     Prompt,
 }
 
-/// The request a state is sealed for: its kind, the tool's or prompt's name, and its
-/// arguments as JSON text.
+/// The request a state is sealed for: its kind, the tool's or prompt's name, its arguments
+/// as JSON text, and who asked (its `identity::caller_key`).
 #[derive(Clone, Copy)]
 pub(super) struct Asking<'a> {
     pub(super) kind: Kind,
     pub(super) name: &'a str,
     pub(super) arguments: &'a str,
+    pub(super) caller: &'a str,
 }
 
-/// What a `requestState` holds.
-#[derive(Serialize, Deserialize)]
-struct Sealed {
-    /// A tool's or a prompt's.
-    k: Kind,
-    /// The tool or prompt.
-    t: String,
-    /// The SHA-256 of its arguments, hex.
-    a: String,
-    /// The component's own state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    s: Option<String>,
-    /// Until when it is good, seconds since the epoch.
-    e: u64,
+impl Asking<'_> {
+    /// What a state is bound to: every part, each behind its length so that no two
+    /// requests give the same bytes.
+    fn associated_data(&self) -> Vec<u8> {
+        let kind = match self.kind {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+        };
+        let arguments = digest(self.arguments);
+        let mut data = b"toolhost/request-state/v2".to_vec();
+        for part in [kind, self.name, &arguments, self.caller] {
+            data.extend_from_slice(&(part.len() as u64).to_be_bytes());
+            data.extend_from_slice(part.as_bytes());
+        }
+        data
+    }
 }
 
 fn digest(arguments: &str) -> String {
@@ -105,32 +122,22 @@ fn digest(arguments: &str) -> String {
         .collect()
 }
 
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-
 impl StateKey {
     /// `state` of the request `asking`, sealed.
     pub(super) fn seal(&self, asking: Asking<'_>, state: Option<String>) -> String {
-        let sealed = Sealed {
-            k: asking.kind,
-            t: asking.name.to_owned(),
-            a: digest(asking.arguments),
-            s: state,
-            e: now() + STATE_LIFETIME.as_secs(),
-        };
-        let payload = B64.encode(serde_json::to_vec(&sealed).unwrap_or_default());
-        let tag = ring::hmac::sign(&self.0, payload.as_bytes());
-        format!("{payload}.{}", B64.encode(tag.as_ref()))
+        let data = asking.associated_data();
+        let options = SealOptions::new()
+            .associated_data(&data)
+            .ttl(STATE_LIFETIME);
+        // An `Option<String>` always serializes.
+        let payload = serde_json::to_vec(&state).unwrap_or_default();
+        self.0.seal_with(&payload, &options)
     }
 
     /// The component's state inside `token`, if this server sealed it for this very request
-    /// (the same kind, name and arguments) and it has not expired; otherwise an
-    /// invalid-params error that says which.
+    /// (the same kind, name, arguments and caller) and it has not expired; otherwise an
+    /// invalid-params error. As rmcp asks, a client is not told which binding failed (only
+    /// that the state expired, which an honest client needs to know); the log says.
     pub(super) fn open(
         &self,
         token: &str,
@@ -142,29 +149,20 @@ impl StateKey {
                 None,
             )
         };
-        let (payload, tag) = token
-            .split_once('.')
-            .ok_or_else(|| refused("it is not one this server made"))?;
-        let tag = B64
-            .decode(tag)
-            .map_err(|_| refused("it is not one this server made"))?;
-        ring::hmac::verify(&self.0, payload.as_bytes(), &tag)
-            .map_err(|_| refused("it was changed, or made by another server"))?;
-        let sealed: Sealed = B64
-            .decode(payload)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or_else(|| refused("it is not one this server made"))?;
-        if sealed.k != asking.kind || sealed.t != asking.name {
-            return Err(refused("it was made for another tool or prompt"));
-        }
-        if sealed.a != digest(asking.arguments) {
-            return Err(refused("it was made for other arguments"));
-        }
-        if sealed.e < now() {
-            return Err(refused("it has expired"));
-        }
-        Ok(sealed.s)
+        let opened = self.0.open_with(token, &asking.associated_data());
+        let payload = match opened {
+            Ok(payload) => payload,
+            Err(RequestStateError::Expired) => return Err(refused("it has expired")),
+            Err(error) => {
+                tracing::debug!(name = asking.name, "a requestState is refused: {error}");
+                return Err(refused(
+                    "it was changed, or made by another server, for another request or for \
+                     another caller",
+                ));
+            }
+        };
+        serde_json::from_slice(&payload)
+            .map_err(|_| refused("it was changed, or made by another server"))
     }
 }
 
@@ -401,30 +399,46 @@ impl McpServer {
 mod tests {
     use super::*;
 
+    const CHANGED: &str = "it was changed, or made by another server, for another request";
+
     #[test]
-    fn a_state_opens_only_unchanged_for_its_own_call() {
+    fn a_state_opens_only_unchanged_for_its_own_call_and_caller() {
         let key = StateKey::random().unwrap_or_else(|e| panic!("{e}"));
-        let tool = |name, arguments| Asking {
+        let tool = |name, arguments, caller| Asking {
             kind: Kind::Tool,
             name,
             arguments,
+            caller,
         };
-        let sealed = key.seal(tool("ask", r#"{"a":1}"#), Some("step 2".into()));
+        let alice = tool("ask", r#"{"a":1}"#, "alice's key");
+        let sealed = key.seal(alice, Some("step 2".into()));
         assert_eq!(
-            key.open(&sealed, tool("ask", r#"{"a":1}"#)).ok(),
+            key.open(&sealed, alice).ok(),
             Some(Some("step 2".to_owned()))
         );
         let refused = |token: &str, asking| refusal(&key, token, asking);
         let tampered = format!("{sealed}-TAMPERED");
-        assert!(refused(&tampered, tool("ask", r#"{"a":1}"#)).contains("changed"));
-        assert!(refused(&sealed, tool("other", r#"{"a":1}"#)).contains("another tool"));
-        assert!(refused(&sealed, tool("ask", r#"{"a":2}"#)).contains("other arguments"));
-        assert!(refused("garbage", tool("ask", "{}")).contains("not one this server made"));
+        assert!(refused(&tampered, alice).contains(CHANGED));
+        assert!(refused(&sealed, tool("other", r#"{"a":1}"#, "alice's key")).contains(CHANGED));
+        assert!(refused(&sealed, tool("ask", r#"{"a":2}"#, "alice's key")).contains(CHANGED));
+        // Another caller, or the operator, cannot use alice's state.
+        assert!(refused(&sealed, tool("ask", r#"{"a":1}"#, "bob's key")).contains(CHANGED));
+        assert!(refused(&sealed, tool("ask", r#"{"a":1}"#, "")).contains(CHANGED));
+        assert!(refused("garbage", tool("ask", "{}", "")).contains(CHANGED));
         let other = StateKey::random().unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            other.open(&sealed, tool("ask", r#"{"a":1}"#)).is_err(),
-            "another server's key"
+        assert!(other.open(&sealed, alice).is_err(), "another server's key");
+        // Replicas that share a secret open each other's states.
+        let shared = [7u8; 32];
+        let (one, two) = (
+            StateKey::from_secret(&shared),
+            StateKey::from_secret(&shared),
         );
+        let (one, two) = (
+            one.unwrap_or_else(|e| panic!("{e}")),
+            two.unwrap_or_else(|e| panic!("{e}")),
+        );
+        assert!(two.open(&one.seal(alice, None), alice).is_ok());
+        assert!(StateKey::from_secret(&[7u8; 31]).is_err());
     }
 
     /// Why `key` refuses `token` for `asking` (empty if it opens).
@@ -441,6 +455,7 @@ mod tests {
             kind,
             name,
             arguments,
+            caller: "",
         };
         let arguments = r#"{"topic":"rust"}"#;
         let prompt = asking(Kind::Prompt, "summary", arguments);
@@ -450,16 +465,16 @@ mod tests {
             Some(Some("round 2".to_owned()))
         );
         let tampered = format!("x{sealed}");
-        assert!(refusal(&key, &tampered, prompt).contains("changed"));
+        assert!(refusal(&key, &tampered, prompt).contains(CHANGED));
         let other_prompt = asking(Kind::Prompt, "other", arguments);
-        assert!(refusal(&key, &sealed, other_prompt).contains("another tool or prompt"));
+        assert!(refusal(&key, &sealed, other_prompt).contains(CHANGED));
         let other_arguments = asking(Kind::Prompt, "summary", r#"{"topic":"go"}"#);
-        assert!(refusal(&key, &sealed, other_arguments).contains("other arguments"));
+        assert!(refusal(&key, &sealed, other_arguments).contains(CHANGED));
         // A tool's state is never given to a prompt of the same name, nor the other way round.
         let tool = asking(Kind::Tool, "summary", arguments);
         let tool_state = key.seal(tool, Some("tool".into()));
-        assert!(refusal(&key, &tool_state, prompt).contains("another tool or prompt"));
-        assert!(refusal(&key, &sealed, tool).contains("another tool or prompt"));
+        assert!(refusal(&key, &tool_state, prompt).contains(CHANGED));
+        assert!(refusal(&key, &sealed, tool).contains(CHANGED));
     }
 
     #[test]

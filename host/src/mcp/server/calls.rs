@@ -17,10 +17,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::asking::{self, Asking, Ended, Input, Kind, Round};
+use super::identity;
 use super::reports::{self, Notification, Report};
+use super::tools::Served;
 use super::{McpServer, lock};
+use crate::agent::{AuditSink as _, ServedCall};
 use crate::arguments::Arguments;
 use crate::asking::{Ask, Asker};
+use crate::caller::Caller;
 use crate::content::InputRequired;
 use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
@@ -28,15 +32,11 @@ use crate::sandbox::{CapturedLog, Observer};
 use crate::source::{CallContext, ToolOutput};
 
 impl McpServer {
-    /// The call's context: the request id, and the `_meta` values `host`'s manifest lets
-    /// through (a value that is not a string passes as its JSON text).
-    fn context(
-        host: &Host,
-        id: &RequestId,
-        meta: &RequestMetaObject,
-        observer: Option<Observer>,
-        asker: Option<Asker>,
-    ) -> CallContext {
+    /// The call's context: the request id, the `_meta` values `host`'s manifest lets through
+    /// (a value that is not a string passes as its JSON text), the caller, and what `call`
+    /// has for the tool (its observer, asker and input, taken from it).
+    fn context(host: &Host, call: &mut ToolCall<'_>) -> CallContext {
+        let meta = call.meta;
         let pass_meta: &BTreeSet<String> = &host.mcp_config().pass_meta;
         let values = if pass_meta.is_empty() {
             Default::default()
@@ -53,11 +53,13 @@ impl McpServer {
                 .collect()
         };
         CallContext {
-            call_id: id.to_string(),
+            call_id: call.id.to_string(),
             values,
-            observer,
-            asker,
-            ..CallContext::default()
+            observer: call.observer.take(),
+            asker: call.asker.take(),
+            input_responses: std::mem::take(&mut call.input.responses),
+            request_state: call.input.state.take(),
+            caller: call.caller.clone(),
         }
     }
 
@@ -83,8 +85,9 @@ impl McpServer {
         self.shared.calls.track_future(call).await
     }
 
-    /// Runs the call; `span` is the one it runs in, where its outcome is recorded.
-    async fn call(&self, call: ToolCall<'_>, span: tracing::Span) -> Answer {
+    /// Runs the call; `span` is the one it runs in, where its outcome is recorded. Every
+    /// call is written to the audit log (when the manifest keeps one) before it is answered.
+    async fn call(&self, mut call: ToolCall<'_>, span: tracing::Span) -> Answer {
         let host = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => {
@@ -96,12 +99,17 @@ impl McpServer {
             unreachable!("the tools are served once the host is loaded");
         };
         let name = call.name;
-        if served.get(name).is_none() {
-            return Answer::error(unknown_tool(name, &served.catalog.names()));
+        // A tool the caller may not use is refused exactly as one there is not.
+        let allowed = served.access.allowed(call.caller.as_deref());
+        let names = |names: Vec<String>| -> Vec<String> {
+            names.into_iter().filter(|n| allowed.tool(n)).collect()
+        };
+        if served.get(name).is_none() || !allowed.tool(name) {
+            let error = unknown_tool(name, &names(served.catalog.names()));
+            let ended = Finished::refused(error);
+            return audited(&host, &call, ended, std::time::Duration::ZERO);
         }
-        let mut context = Self::context(&host, call.id, call.meta, call.observer, call.asker);
-        context.input_responses = call.input.responses;
-        context.request_state = call.input.state;
+        let context = Self::context(&host, &mut call);
         let started = Instant::now();
         let outcome = tokio::select! {
             biased;
@@ -110,53 +118,27 @@ impl McpServer {
                 Some(result)
             }
         };
-        let duration_ms = started.elapsed().as_secs_f64() * 1e3;
-        let mut logs = Vec::new();
-        let (outcome, result) = match outcome {
-            // Dropping the call dropped its store, and so its instance.
-            None => {
-                let error = CallError::Cancelled {
-                    tool: name.to_owned(),
-                };
-                ("cancelled", error_result(error.model_message()))
-            }
-            Some(Ok(output)) if output.input_required.is_some() => {
-                span.record("outcome", "input_required");
-                return Answer {
-                    logs: log_messages(name, &output, call.level),
-                    result: Ok(CallToolResult::success(Vec::new())),
-                    asked: output.input_required,
-                };
-            }
-            Some(Ok(output)) => {
-                logs = log_messages(name, &output, call.level);
-                match served.result(name, output) {
-                    Ok(result) => ("ok", result),
-                    Err(problem) => {
-                        tracing::warn!("`{name}` {problem}");
-                        let text = "the tool returned a malformed result".to_owned();
-                        ("malformed_result", error_result(text))
-                    }
-                }
-            }
+        let duration = started.elapsed();
+        let ended = match outcome {
             Some(Err(CallError::UnknownTool { name, available })) => {
                 // The tools changed between the look-up and the call.
-                return Answer::error(unknown_tool(&name, &available));
+                Finished::refused(unknown_tool(&name, &names(available)))
             }
-            Some(Err(error)) => failed(&error),
+            outcome => Finished::of(name, outcome, &served, call.level),
         };
+        let outcome = ended.outcome;
+        span.record("outcome", outcome);
+        if outcome == "input_required" {
+            return audited(&host, &call, ended, duration);
+        }
         // A call that may have changed a resource of its component tells its subscribers.
         if outcome == "ok" {
             self.after_call(&host, &served, name).await;
         }
-        span.record("outcome", outcome);
+        let duration_ms = duration.as_secs_f64() * 1e3;
         span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
-        Answer {
-            logs,
-            result: Ok(result),
-            asked: None,
-        }
+        audited(&host, &call, ended, duration)
     }
 
     /// A `tools/call` from rmcp's handler: its rounds, when the tool asks for input (the
@@ -182,10 +164,12 @@ impl McpServer {
             None if stateless => None,
             None => Some(self.level()),
         };
+        let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
         let asking = Asking {
             kind: Kind::Tool,
             name: &request.name,
             arguments: arguments.text(),
+            caller: &caller,
         };
         // What the tool's MCP server asks while it runs goes to the client of a session; a
         // stateless request has no client to ask until it has answered.
@@ -240,6 +224,8 @@ pub(super) struct ToolCall<'a> {
     pub(super) asker: Option<Asker>,
     /// What an earlier round of the call, in which the tool asked for input, left.
     pub(super) input: Input,
+    /// Who made the request, when the HTTP front verified an access token for it.
+    pub(super) caller: Option<Arc<Caller>>,
 }
 
 /// What a call answers: what the tool wrote to stdout and stderr as logging notifications
@@ -256,6 +242,110 @@ impl Answer {
             logs: Vec::new(),
             result: Err(error),
             asked: None,
+        }
+    }
+}
+
+/// How a call ended: its outcome (`ok`, an error's kind, `input_required`), the operator's
+/// message when it failed, and the answer.
+struct Finished {
+    outcome: &'static str,
+    error: Option<String>,
+    answer: Answer,
+}
+
+impl Finished {
+    /// A call refused as the call of an unknown tool.
+    fn refused(error: ErrorData) -> Self {
+        Self {
+            outcome: "unknown_tool",
+            error: Some(error.message.to_string()),
+            answer: Answer::error(error),
+        }
+    }
+
+    /// How a call of `name` that ran (or was cancelled: `None`) ended.
+    fn of(
+        name: &str,
+        outcome: Option<Result<ToolOutput, CallError>>,
+        served: &Served,
+        level: Option<LoggingLevel>,
+    ) -> Self {
+        let done = |outcome, error, logs, result| Self {
+            outcome,
+            error,
+            answer: Answer {
+                logs,
+                result: Ok(result),
+                asked: None,
+            },
+        };
+        match outcome {
+            // Dropping the call dropped its store, and so its instance.
+            None => {
+                let error = CallError::Cancelled {
+                    tool: name.to_owned(),
+                };
+                let result = error_result(error.model_message());
+                done("cancelled", Some(error.to_string()), Vec::new(), result)
+            }
+            Some(Ok(output)) if output.input_required.is_some() => Self {
+                outcome: "input_required",
+                error: None,
+                answer: Answer {
+                    logs: log_messages(name, &output, level),
+                    result: Ok(CallToolResult::success(Vec::new())),
+                    asked: output.input_required,
+                },
+            },
+            Some(Ok(output)) => {
+                let logs = log_messages(name, &output, level);
+                match served.result(name, output) {
+                    Ok(result) => done("ok", None, logs, result),
+                    Err(problem) => {
+                        tracing::warn!("`{name}` {problem}");
+                        let text = "the tool returned a malformed result".to_owned();
+                        done("malformed_result", Some(problem), logs, error_result(text))
+                    }
+                }
+            }
+            Some(Err(error)) => {
+                let (outcome, result) = failed(&error);
+                done(outcome, Some(error.to_string()), Vec::new(), result)
+            }
+        }
+    }
+}
+
+/// `ended`'s answer, once the call is in `host`'s audit log (if it keeps one). A call that
+/// cannot be recorded is answered with an error, as a run of the loop ends.
+fn audited(
+    host: &Host,
+    call: &ToolCall<'_>,
+    ended: Finished,
+    duration: std::time::Duration,
+) -> Answer {
+    let Some(log) = host.audit_log() else {
+        return ended.answer;
+    };
+    let call_id = call.id.to_string();
+    let record = ServedCall {
+        call_id: &call_id,
+        tool: call.name,
+        arguments: call.arguments,
+        outcome: ended.outcome,
+        error: ended.error.as_deref(),
+        duration,
+        caller: call.caller.as_deref(),
+    };
+    match record.record(host.toolbox(), log.as_ref()) {
+        Ok(()) => ended.answer,
+        Err(error) => {
+            tracing::error!("cannot write to {}: {error}", log.describe());
+            Answer::error(ErrorData::internal_error(
+                "the call could not be recorded in the server's audit log",
+                None,
+            ))
         }
     }
 }
@@ -392,6 +482,7 @@ impl McpServer {
             observer: Some(observer),
             asker: Some(asker),
             input,
+            caller: identity::caller_of(cx),
         };
         let token = cx.meta.get_progress_token();
         let answer = self.answer(call);

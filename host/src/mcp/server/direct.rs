@@ -218,6 +218,8 @@ where
                 ASKER,
             )))),
             input: Default::default(),
+            // stdio: the operator, who runs the host.
+            caller: None,
         };
         let mut answer = self.server.answer(call).await;
         cannot_ask(&name, &mut answer);

@@ -98,7 +98,7 @@ pub async fn serve_http(
 
 /// rmcp's service for `server`, listening at `local`: the hosts and origins it accepts, the
 /// body limit, sessions or not; `stop` ends every session and stream.
-fn mcp_service(
+pub(super) fn mcp_service(
     server: &McpServer,
     local: SocketAddr,
     options: &HttpServerOptions,

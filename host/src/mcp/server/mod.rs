@@ -41,16 +41,21 @@
 
 mod asking;
 pub mod auth;
+#[cfg(test)]
+mod callers_tests;
 mod calls;
 mod changes;
 mod content;
 mod direct;
 mod disconnect;
+mod fair;
 mod http;
+mod identity;
 mod jsonrpc;
 mod offers;
 mod options;
 mod output;
+mod owners;
 mod reports;
 mod router;
 mod service;
@@ -184,6 +189,14 @@ impl McpServer {
         }
     }
 
+    /// What the sources offer besides tools that the caller of `cx` may use (see
+    /// [`Allowed::offers`](crate::toolbox::access::Allowed::offers)), once loaded.
+    async fn offers_for(&self, cx: &RequestContext<RoleServer>) -> crate::offers::Offers {
+        let served = self.loaded_served().await;
+        let allowed = served.access.allowed(identity::caller_of(cx).as_deref());
+        allowed.offers(&served.offers)
+    }
+
     /// The host whose tools are served, once loaded.
     pub fn host(&self) -> Option<Arc<Host>> {
         self.shared.host.borrow().clone()
@@ -280,10 +293,17 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.served().map(|served| served.tools.clone());
-        Ok(ListToolsResult::with_all_items(tools.unwrap_or_default()))
+        let Some(served) = self.served() else {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        };
+        let allowed = served.access.allowed(identity::caller_of(&cx).as_deref());
+        let tools = (served.tools.iter())
+            .filter(|tool| allowed.tool(&tool.name))
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -304,26 +324,26 @@ impl ServerHandler for McpServer {
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        offers::resources(&self.loaded_served().await.offers)
+        offers::resources(&self.offers_for(&cx).await)
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        offers::templates(&self.loaded_served().await.offers)
+        offers::templates(&self.offers_for(&cx).await)
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let host = self.loaded_host().await;
-        offers::read(&host, &self.loaded_served().await.offers, &request.uri)
+        offers::read(&host, &self.offers_for(&cx).await, &request.uri)
             .await
             .map(Into::into)
     }
@@ -331,9 +351,9 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        offers::prompts(&self.loaded_served().await.offers)
+        offers::prompts(&self.offers_for(&cx).await)
     }
 
     async fn get_prompt(
@@ -342,17 +362,16 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let host = self.loaded_host().await;
-        let served = self.loaded_served().await;
-        offers::get(self, &host, &served.offers, request, &cx).await
+        offers::get(self, &host, &self.offers_for(&cx).await, request, &cx).await
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let host = self.loaded_host().await;
-        offers::complete(&host, &self.loaded_served().await.offers, request).await
+        offers::complete(&host, &self.offers_for(&cx).await, request).await
     }
 
     /// `subscriptions/listen` (revision 2026-07-28): the tools' list, which changes when the
@@ -391,15 +410,15 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscribe_resource(&request.uri, cx.peer).await
+        self.subscribe_resource(&request.uri, cx).await
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.unsubscribe_resource(&request.uri).await
+        self.unsubscribe_resource(&request.uri, &cx).await
     }
 
     async fn set_level(

@@ -15,11 +15,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use serde_json::Value;
 
-use super::McpServer;
 use super::asking::{Asking, Ended, Kind, Round};
-use super::content;
+use super::{McpServer, content, identity};
 use crate::host::Host;
 use crate::offers::{FilledPrompt, OfferError, Offers, PromptInput, PromptOutcome, Role};
+use crate::toolbox::{no_prompt, no_resource};
 
 /// `capabilities` with resources, prompts and completion added for what `offers` has.
 pub(super) fn capabilities(capabilities: &mut ServerCapabilities, offers: &Offers) {
@@ -109,7 +109,8 @@ pub(super) fn prompts(offers: &Offers) -> Result<ListPromptsResult, ErrorData> {
     ))
 }
 
-/// Reads `uri` from the host's toolbox.
+/// Reads `uri` from the host's toolbox, if `offers` (the caller's part) has it: one it may
+/// not read is refused as one there is not.
 pub(super) async fn read(
     host: &Host,
     offers: &Offers,
@@ -117,6 +118,10 @@ pub(super) async fn read(
 ) -> Result<ReadResourceResult, ErrorData> {
     if offers.resources.is_empty() && offers.templates.is_empty() {
         return Err(not_offered::<rmcp::model::ReadResourceRequestMethod>());
+    }
+    if !offers.has_resource(uri) {
+        let missing = OfferError::NotFound(no_resource(offers, uri));
+        return Err(error_data(missing, Some(uri)));
     }
     let contents = host
         .toolbox()
@@ -154,7 +159,7 @@ pub(super) fn check_subscribable(offers: &Offers, uri: &str) -> Result<(), Error
     Err(error_data(OfferError::NotFound(message), Some(uri)))
 }
 
-/// Fills in the prompt `request` names with its arguments (values that are not strings as
+/// Fills in the prompt `request` names (if `offers`, the caller's part, has it) with its arguments (values that are not strings as
 /// their JSON text), in rounds when the prompt asks for input, as a tool's call does (see
 /// [`super::asking`]).
 pub(super) async fn get(
@@ -166,6 +171,10 @@ pub(super) async fn get(
 ) -> Result<GetPromptResponse, ErrorData> {
     if offers.prompts.is_empty() {
         return Err(not_offered::<rmcp::model::GetPromptRequestMethod>());
+    }
+    if !offers.has_prompt(&request.name) {
+        let missing = OfferError::NotFound(no_prompt(offers, &request.name));
+        return Err(error_data(missing, None));
     }
     let arguments: BTreeMap<String, String> = request
         .arguments
@@ -179,10 +188,12 @@ pub(super) async fn get(
     // The arguments as the state is sealed for: a map's JSON has its keys in order.
     let sealed_for = serde_json::to_string(&arguments)
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let caller = identity::caller_key(identity::caller_of(cx).as_deref());
     let asking = Asking {
         kind: Kind::Prompt,
         name: &request.name,
         arguments: &sealed_for,
+        caller: &caller,
     };
     let (name, arguments) = (request.name.as_str(), &arguments);
     let round = |input: super::asking::Input| async move {
@@ -238,6 +249,10 @@ pub(super) async fn complete(
     let Reference::Prompt(prompt) = &request.r#ref else {
         return Ok(CompleteResult::new(CompletionInfo::default()));
     };
+    if !offers.has_prompt(&prompt.name) {
+        let missing = OfferError::NotFound(no_prompt(offers, &prompt.name));
+        return Err(error_data(missing, None));
+    }
     let values = host
         .toolbox()
         .complete(

@@ -14,9 +14,13 @@ use tokio_util::task::TaskTracker;
 use super::McpServer;
 use super::auth::{Challenge, ResourceServer};
 use super::disconnect::WatchedBody;
+use super::fair::{Admitted, FairShare};
+use super::identity;
 use super::jsonrpc::{self, Refused};
 use super::options::HttpServerOptions;
+use super::owners::SessionOwners;
 use super::service::{Mcp, ResponseBody};
+use crate::caller::Caller;
 
 pub(super) struct Router {
     mcp: Mcp,
@@ -33,6 +37,10 @@ pub(super) struct Router {
     cancel_on_disconnect: bool,
     /// The answers to JSON-RPC requests being sent, for a shutdown to wait for.
     pub(super) answers: TaskTracker,
+    /// Who opened each session.
+    owners: SessionOwners,
+    /// Each caller's fair share, once the host (whose manifest sets it) is loaded.
+    fair: std::sync::OnceLock<FairShare>,
 }
 
 impl Router {
@@ -49,6 +57,8 @@ impl Router {
             initializing: tokio::sync::Mutex::new(()),
             cancel_on_disconnect: !options.stateless,
             answers: TaskTracker::new(),
+            owners: SessionOwners::default(),
+            fair: std::sync::OnceLock::new(),
         }
     }
 
@@ -80,6 +90,13 @@ impl Router {
             && declared > self.max_body as u64
         {
             return self.too_large();
+        }
+        // Another caller's session is, for this one, no session.
+        if self
+            .owners
+            .refuses(request.headers(), &caller_key(&request))
+        {
+            return text(StatusCode::NOT_FOUND, "not found: there is no such session");
         }
         if request.method() == Method::DELETE
             && self.mcp.refuses(request.headers()).await.is_none()
@@ -204,11 +221,34 @@ impl Router {
             );
             return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
         }
+        let admitted = match self.admit(&parts, method, request_id.as_ref()) {
+            Ok(admitted) => admitted,
+            Err(refused) => return *refused,
+        };
         let request = Request::from_parts(parts, Full::new(bytes));
-        if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
-            return self.initialize(request, request_id).await;
-        }
-        self.forward(request, method, request_id).await
+        let response =
+            if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
+                self.initialize(request, request_id).await
+            } else {
+                self.forward(request, method, request_id).await
+            };
+        admitted.hold(response)
+    }
+
+    /// Lets a request through within its caller's fair share, or answers it 429.
+    fn admit(
+        &self,
+        parts: &http::request::Parts,
+        method: Option<&str>,
+        id: Option<&Value>,
+    ) -> Result<Admitted, Box<Response<ResponseBody>>> {
+        let Some(host) = self.server.host() else {
+            return Ok(Admitted::free());
+        };
+        let fair = (self.fair).get_or_init(|| FairShare::new(&host.mcp_config().per_caller));
+        let caller = parts.extensions.get::<std::sync::Arc<Caller>>();
+        let key = identity::caller_key(caller.map(|caller| &**caller));
+        fair.admit(&key, method == Some("tools/call"), id)
     }
 
     /// An `initialize` that makes a session, unless there are as many as allowed.
@@ -228,7 +268,12 @@ impl Router {
             refused.id = id;
             return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
         }
-        self.forward(request, Some("initialize"), id).await
+        let live = self.mcp.session_ids().await;
+        self.owners.forget_ended(|session| live.contains(session));
+        let caller = caller_key(&request);
+        let answer = self.forward(request, Some("initialize"), id).await;
+        self.owners.bind(answer.headers(), caller);
+        answer
     }
 
     /// Hands `request` to rmcp, and watches the answer to a request on its way out.
@@ -323,6 +368,12 @@ impl Router {
         };
         json_response(status, &body)
     }
+}
+
+/// The key of the verified caller the request is from (see [`identity::caller_key`]).
+fn caller_key<B>(request: &Request<B>) -> String {
+    let caller = request.extensions().get::<std::sync::Arc<Caller>>();
+    identity::caller_key(caller.map(|caller| &**caller))
 }
 
 /// The body length `headers` declare, if any.

@@ -65,6 +65,14 @@ impl Mcp {
         }
     }
 
+    /// The ids of the sessions there are (none without sessions).
+    pub(super) async fn session_ids(&self) -> std::collections::HashSet<SessionId> {
+        match self {
+            Self::Sessions(_, manager) => manager.sessions.read().await.keys().cloned().collect(),
+            Self::Stateless(_) => Default::default(),
+        }
+    }
+
     /// Whether the session named in `headers` is known; `None` without sessions, or when
     /// the headers name none.
     pub(super) async fn knows_session(&self, headers: &http::HeaderMap) -> Option<bool> {

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{ErrorData, SubscriptionFilter};
-use rmcp::service::SubscriptionSink;
+use rmcp::service::{RequestContext, SubscriptionSink};
 use rmcp::{Peer, RoleServer};
 
 use super::tools::Served;
@@ -71,9 +71,10 @@ impl McpServer {
     pub(super) async fn subscribe_resource(
         &self,
         uri: &str,
-        peer: Peer<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        offers::check_subscribable(&self.loaded_served().await.offers, uri)?;
+        offers::check_subscribable(&self.offers_for(&cx).await, uri)?;
+        let peer = cx.peer;
         {
             let mut uris = lock(&self.subscribed);
             if !uris.contains(uri) && uris.len() >= MAX_SUBSCRIPTIONS {
@@ -105,8 +106,12 @@ impl McpServer {
 
     /// `resources/unsubscribe`: the session hears no more of `uri` (unsubscribing from a URI
     /// it was not subscribed to is no error).
-    pub(super) async fn unsubscribe_resource(&self, uri: &str) -> Result<(), ErrorData> {
-        offers::check_subscribable(&self.loaded_served().await.offers, uri)?;
+    pub(super) async fn unsubscribe_resource(
+        &self,
+        uri: &str,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        offers::check_subscribable(&self.offers_for(cx).await, uri)?;
         lock(&self.subscribed).remove(uri);
         Ok(())
     }

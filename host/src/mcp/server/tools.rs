@@ -13,6 +13,7 @@ use crate::host::Host;
 use crate::offers::Offers;
 use crate::source::ToolOutput;
 use crate::toolbox::Catalog;
+use crate::toolbox::access::Access;
 
 /// The served tools of one catalog: what `tools/list` answers, and how each tool's result is
 /// shaped. Made again when the catalog changes.
@@ -24,6 +25,8 @@ pub(super) struct Served {
     outputs: HashMap<String, Output>,
     /// What the sources offer besides tools (resources, prompts), merged once.
     pub(super) offers: Offers,
+    /// Who may use which of them (`[[mcp.access]]`).
+    pub(super) access: Access,
 }
 
 /// How the result of a tool with an output schema becomes `structuredContent`.
@@ -91,6 +94,7 @@ impl Served {
             index,
             outputs,
             offers: host.toolbox().offers(),
+            access: Access::new(&host.mcp_config().access),
         }
     }
 

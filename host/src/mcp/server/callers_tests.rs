@@ -1,0 +1,296 @@
+//! Callers over real HTTP: `host mcp`'s router and rmcp's service on 127.0.0.1, a real HTTP
+//! client, and the application's own functions as tools. The HTTP front that verifies access
+//! tokens is another part's; here a test-only front (compiled into unit tests only, never into
+//! the library) attaches the `Caller` a request header describes, as that front attaches the
+//! one a token proves.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use hyper_util::rt::TokioIo;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::McpServer;
+use super::http::mcp_service;
+use super::options::HttpServerOptions;
+use super::router::Router;
+use crate::caller::Caller;
+use crate::host::Host;
+use crate::manifest::McpConfig;
+use crate::manifest::access::AccessRule;
+use crate::native_tools::NativeTools;
+use crate::source::CallContext;
+
+/// The test header that describes a caller: `SUBJECT SCOPE,SCOPE GROUP,GROUP`.
+const TEST_CALLER: &str = "x-test-caller";
+
+/// No arguments.
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// A host with three tools (`whoami` says who the call's caller is), and access rules:
+/// `notes` scope -> `notes_read` and `whoami`; the `admins` group -> everything.
+async fn host() -> Arc<Host> {
+    let tools = NativeTools::new("app")
+        .tool_with_context(
+            "whoami",
+            "Who is calling.",
+            async |_: Nothing, context: CallContext| {
+                let who = context.caller.map(|caller| caller.subject.clone());
+                Ok::<_, String>(who.unwrap_or_else(|| "the operator".to_owned()))
+            },
+        )
+        .tool("notes_read", "Reads notes.", async |_: Nothing| {
+            Ok::<_, String>("notes".to_owned())
+        })
+        .tool("admin_reset", "Resets everything.", async |_: Nothing| {
+            Ok::<_, String>("reset".to_owned())
+        });
+    let rule = |scopes: &[&str], groups: Option<&str>, tools: &[&str]| AccessRule {
+        scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        claims: groups
+            .map(|g| ("groups".to_owned(), g.to_owned()))
+            .into_iter()
+            .collect(),
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        ..AccessRule::default()
+    };
+    let mcp = McpConfig {
+        access: vec![
+            rule(&["notes"], None, &["notes_read", "whoami"]),
+            rule(&[], Some("admins"), &["*"]),
+        ],
+        ..McpConfig::default()
+    };
+    let host = Host::builder().native(tools).mcp(mcp).build().await;
+    Arc::new(host.unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Serves `host` on 127.0.0.1 behind the test-only front; the URL of `/mcp`.
+async fn serve(host: Arc<Host>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let local = listener.local_addr().expect("its address");
+    let options = HttpServerOptions::default();
+    let server = McpServer::new(host);
+    let mcp = mcp_service(&server, local, &options, CancellationToken::new());
+    let router = Arc::new(Router::new(mcp, server, &options));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let router = router.clone();
+            let service = hyper::service::service_fn(move |mut request| {
+                let router = router.clone();
+                async move {
+                    if let Some(caller) = described(request.headers()) {
+                        request.extensions_mut().insert(Arc::new(caller));
+                    }
+                    Ok::<_, Infallible>(router.route(request).await)
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
+    });
+    format!("http://{local}/mcp")
+}
+
+/// The caller the test header describes.
+fn described(headers: &http::HeaderMap) -> Option<Caller> {
+    let text = headers.get(TEST_CALLER)?.to_str().ok()?;
+    let mut parts = text.split(' ');
+    let subject = parts.next()?.to_owned();
+    let list = |part: Option<&str>| -> Vec<String> {
+        let part = part.unwrap_or_default();
+        part.split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let scopes = list(parts.next()).into_iter().collect();
+    let groups = list(parts.next());
+    Some(Caller {
+        subject,
+        client_id: Some("tests".to_owned()),
+        issuer: "https://issuer.test".to_owned(),
+        scopes,
+        claims: [("groups".to_owned(), json!(groups))].into_iter().collect(),
+    })
+}
+
+/// A client of one session, as one caller (or none).
+struct Client {
+    url: String,
+    caller: Option<String>,
+    session: Option<String>,
+}
+
+impl Client {
+    /// A session opened as `caller` (`initialize` and `notifications/initialized`).
+    async fn open(url: &str, caller: Option<&str>) -> Self {
+        let mut client = Self {
+            url: url.to_owned(),
+            caller: caller.map(str::to_owned),
+            session: None,
+        };
+        let params = json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": { "name": "callers-tests", "version": "0" },
+        });
+        let (status, headers, _) = client.post(json!(0), "initialize", params).await;
+        assert_eq!(status, 200);
+        client.session = headers
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_owned);
+        assert!(client.session.is_some(), "a session");
+        let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+        client.send(&initialized).await;
+        client
+    }
+
+    /// The same session, presented by `caller`.
+    fn as_caller(&self, caller: Option<&str>) -> Self {
+        Self {
+            url: self.url.clone(),
+            caller: caller.map(str::to_owned),
+            session: self.session.clone(),
+        }
+    }
+
+    async fn send(&self, body: &Value) -> (u16, http::HeaderMap, String) {
+        let http = reqwest::Client::builder().no_proxy().build();
+        let mut request = http
+            .expect("an HTTP client")
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(caller) = &self.caller {
+            request = request.header(TEST_CALLER, caller);
+        }
+        if let Some(session) = &self.session {
+            request = request.header("mcp-session-id", session);
+        }
+        let response = request
+            .body(body.to_string())
+            .send()
+            .await
+            .expect("an answer");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.expect("a body"))
+    }
+
+    async fn post(&self, id: Value, method: &str, params: Value) -> (u16, http::HeaderMap, Value) {
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        let (status, headers, text) = self.send(&body).await;
+        let answer = messages(&text)
+            .into_iter()
+            .find(|message| message.get("id") == Some(&id))
+            .unwrap_or(Value::String(text));
+        (status, headers, answer)
+    }
+
+    async fn tool_names(&self) -> Vec<String> {
+        let (_, _, answer) = self.post(json!(1), "tools/list", json!({})).await;
+        let tools = answer["result"]["tools"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let mut names: Vec<String> = (tools.iter())
+            .filter_map(|tool| tool["name"].as_str().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    }
+
+    async fn call(&self, tool: &str) -> Value {
+        let params = json!({ "name": tool, "arguments": {} });
+        self.post(json!(2), "tools/call", params).await.2
+    }
+}
+
+/// The JSON-RPC messages of a body: one JSON value, or the `data:` of each SSE event.
+fn messages(body: &str) -> Vec<Value> {
+    if let Ok(value) = serde_json::from_str::<Value>(body) {
+        return vec![value];
+    }
+    (body.lines())
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_caller_lists_and_calls_only_its_tools_and_the_others_do_not_exist_for_it() {
+    let url = serve(host().await).await;
+    let alice = Client::open(&url, Some("alice notes")).await;
+    assert_eq!(alice.tool_names().await, ["notes_read", "whoami"]);
+    let admin = Client::open(&url, Some("root other admins,staff")).await;
+    assert_eq!(
+        admin.tool_names().await,
+        ["admin_reset", "notes_read", "whoami"]
+    );
+    let stranger = Client::open(&url, Some("eve other staff")).await;
+    assert!(stranger.tool_names().await.is_empty());
+    let operator = Client::open(&url, None).await;
+    assert_eq!(operator.tool_names().await.len(), 3);
+
+    // The caller reaches the tool.
+    let said = alice.call("whoami").await;
+    assert_eq!(said["result"]["content"][0]["text"], "alice", "{said}");
+    let said = operator.call("whoami").await;
+    assert_eq!(
+        said["result"]["content"][0]["text"], "the operator",
+        "{said}"
+    );
+
+    // A tool it may not use is refused exactly as one there is not.
+    let hidden = alice.call("admin_reset").await;
+    let missing = alice.call("admin_resex").await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    assert_eq!(
+        hidden["error"]["message"],
+        "there is no tool `admin_reset`; the tools are: whoami, notes_read"
+    );
+    assert_eq!(
+        serde_json::to_string(&hidden)
+            .expect("JSON")
+            .replace("admin_reset", "admin_resex"),
+        serde_json::to_string(&missing).expect("JSON"),
+    );
+    let allowed = admin.call("admin_reset").await;
+    assert_eq!(
+        allowed["result"]["content"][0]["text"], "reset",
+        "{allowed}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_serves_only_the_caller_that_opened_it() {
+    let url = serve(host().await).await;
+    let alice = Client::open(&url, Some("alice notes")).await;
+    let list = |client: Client| async move {
+        let (status, _, answer) = client.post(json!(7), "tools/list", json!({})).await;
+        (status, answer)
+    };
+    let (status, answer) = list(alice.as_caller(Some("alice notes"))).await;
+    assert_eq!(status, 200, "{answer}");
+    // Another caller with alice's session id, even with the same scopes: as if there were no
+    // such session. So is a request with no caller at all.
+    for other in [Some("bob notes"), Some("root other admins"), None] {
+        let (status, answer) = list(alice.as_caller(other)).await;
+        assert_eq!(status, 404, "{other:?}: {answer}");
+        assert_eq!(answer, "not found: there is no such session");
+    }
+    // And the same subject from another issuer is another caller: told apart in unit tests
+    // of `identity`; here the session still serves alice.
+    let (status, _) = list(alice.as_caller(Some("alice notes"))).await;
+    assert_eq!(status, 200);
+}
