@@ -349,7 +349,7 @@ impl GrantArgs {
 /// with a warning, so that scripts written for it keep working.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct OldHttpFlag {
-    #[arg(long = "http", value_name = "HOST", hide = true)]
+    #[arg(long = "http", id = "old_http", value_name = "HOST", hide = true)]
     http: Vec<HostPattern>,
 }
 

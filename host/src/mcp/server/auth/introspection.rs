@@ -116,10 +116,7 @@ impl Introspector {
             )
             .body(body);
         let answer: Answer = fetch::json(request, timeout).await.map_err(|error| {
-            IntrospectionError::Unavailable(format!(
-                "{endpoint}: {}",
-                super::keys::error_chain(&error)
-            ))
+            IntrospectionError::Unavailable(format!("{endpoint}: {}", crate::error::chain(&error)))
         })?;
         let (caller, until) = checked(answer, expected, now)?;
         self.remember(digest, caller.clone(), until, now);

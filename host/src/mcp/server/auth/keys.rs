@@ -16,6 +16,7 @@ use url::Url;
 
 use super::fetch;
 use super::metadata::{self, IssuerMetadata};
+use crate::error::chain;
 
 /// The asymmetric algorithms a token may be signed with: never `none` (which the JWT crate
 /// cannot even parse) nor HMAC, whose key would be the public key everyone has.
@@ -183,7 +184,7 @@ impl KeyCache {
     async fn fetch(&self) -> Result<(IssuerMetadata, KeySet), String> {
         let metadata = metadata::discover(&self.client, &self.issuer, self.timeout)
             .await
-            .map_err(|error| error_chain(&error))?;
+            .map_err(|error| chain(&error))?;
         let Some(jwks_uri) = &metadata.jwks_uri else {
             return Err(format!(
                 "the authorization server {} publishes no `jwks_uri`: its JWT access tokens \
@@ -194,7 +195,7 @@ impl KeyCache {
         let document: JwkSetDocument =
             fetch::json(self.client.get(jwks_uri), self.timeout)
                 .await
-                .map_err(|error| format!("the key set at {jwks_uri}: {}", error_chain(&error)))?;
+                .map_err(|error| format!("the key set at {jwks_uri}: {}", chain(&error)))?;
         let set = key_set(document, &metadata);
         Ok((metadata, set))
     }
@@ -259,16 +260,4 @@ fn allowed_algorithms(metadata: &IssuerMetadata) -> Vec<Algorithm> {
         .filter_map(|name| name.parse::<Algorithm>().ok())
         .filter(|alg| ASYMMETRIC.contains(alg))
         .collect()
-}
-
-/// `error` and its causes, as one line.
-pub(super) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
