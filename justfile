@@ -53,8 +53,6 @@ test: build tools
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace
-    # The library without its optional features (and what a manifest that needs one is told).
-    cargo test --locked -p toolhost --lib --no-default-features
     # Every benchmark section, a few iterations on the debug build: a change cannot break the
     # bench unseen (no figure is judged).
     BENCH_SMOKE=1 cargo test --locked -p toolhost-tests --bench calls

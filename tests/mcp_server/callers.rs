@@ -113,7 +113,7 @@ async fn callers_see_their_tools_keep_their_notes_and_sessions_to_themselves() {
     let alices = alice.call("list_files", list.clone()).await;
     assert!(crate::text(&alices).contains("groceries.md"), "{alices}");
     let bobs = bob.call("list_files", list).await;
-    assert_eq!(crate::text(&bobs), "[]", "{bobs}");
+    assert_eq!(crate::text(&bobs), r#"{"result":[]}"#, "{bobs}");
     let dir = manifest.path().parent().unwrap().join("notes");
     assert!(dir.join("alice").join("groceries.md").is_file());
 

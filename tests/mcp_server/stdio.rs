@@ -371,7 +371,9 @@ async fn the_readme_client_configuration_starts_a_working_server() {
     let snippet = &snippet[..snippet.find("```").unwrap()];
     let config: Value = serde_json::from_str(snippet).unwrap();
     let entry = &config["mcpServers"]["toolhost"];
-    assert_eq!(entry["command"], "/path/to/toolhost/target/debug/host");
+    // The README points clients at the release binary `just install` puts in ~/.cargo/bin;
+    // the test starts the one just built, with the arguments the README gives.
+    assert_eq!(entry["command"], "/home/you/.cargo/bin/host");
     let args: Vec<String> = entry["args"]
         .as_array()
         .unwrap()
