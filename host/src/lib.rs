@@ -66,6 +66,8 @@ mod english;
 mod error;
 mod file;
 mod host;
+// Newline-delimited JSON over stdio: MCP's, both ways.
+#[cfg(any(feature = "mcp-client", feature = "mcp-server"))]
 mod lines;
 pub mod llm;
 mod manifest;

@@ -46,7 +46,8 @@ impl LineReader {
         }
     }
 
-    /// The bound.
+    /// The bound (told in `host mcp`'s answer to an oversized line).
+    #[cfg(feature = "mcp-server")]
     pub(crate) fn max(&self) -> usize {
         self.max
     }

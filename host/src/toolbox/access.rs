@@ -7,6 +7,10 @@
 //! Deny by default once there are rules: a verified caller that matches no entry may use
 //! nothing. Without rules, or without a verified caller (stdio, a static bearer token, the
 //! library: the operator who runs the host), everything is allowed, as before rules existed.
+//!
+//! Every build checks the rules when a manifest loads ([`Access::check`]); only `host mcp`
+//! (the `mcp-server` feature) applies them to callers.
+#![cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
 
 use std::collections::BTreeSet;
 

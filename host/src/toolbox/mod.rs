@@ -25,6 +25,7 @@ mod offers;
 pub use catalog::Catalog;
 use catalog::{Slot, check, invalid_arguments};
 pub use changes::ToolChanges;
+#[cfg(feature = "mcp-server")]
 pub use offers::{no_prompt, no_resource};
 
 /// Every tool of a set of sources (sandboxed components first among them), by unique name.
