@@ -92,9 +92,14 @@ async fn quiet_latencies(
 ) -> anyhow::Result<Latencies> {
     let stop = Arc::new(AtomicBool::new(false));
     let (answered, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let mut flood = Vec::new();
+    // Every flooding connection opens its session before any floods: under a rate limit, a
+    // session opened once the flood runs would itself be refused.
+    let mut clients = Vec::new();
     for _ in 0..flooder.map_or(0, |_| FLOODERS) {
-        let mut client = client(url, flooder.unwrap_or_default()).await;
+        clients.push(client(url, flooder.unwrap_or_default()).await);
+    }
+    let mut flood = Vec::new();
+    for mut client in clients {
         let (stop, answered, refused) = (stop.clone(), answered.clone(), refused.clone());
         flood.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
@@ -188,10 +193,11 @@ async fn call(client: &mut HttpClient) -> anyhow::Result<u16> {
     let body = response.text().await?;
     if status == 200 {
         let answer = messages(&body).into_iter().find(|m| m["id"] == json!(id));
-        let text = answer
+        // The calculator declares an output schema: its result is structured.
+        let sum = answer
             .as_ref()
-            .map(|a| a["result"]["content"][0]["text"].clone());
-        anyhow::ensure!(text == Some(json!("3.0")), "a wrong answer: {body}");
+            .map(|a| a["result"]["structuredContent"]["result"].clone());
+        anyhow::ensure!(sum == Some(json!(3.0)), "a wrong answer: {body}");
     }
     Ok(status)
 }
