@@ -11,15 +11,11 @@ use toolhost_tests::tls::{PrivateCa, TlsFront};
 
 /// `host ARGS` with `TOOLHOST_CA_BUNDLE` naming `bundle` (unset without one).
 async fn host(args: &[&str], bundle: Option<&Path>) -> HostOutput {
-    let command = HostCommand::new(args[0])
+    HostCommand::new(args[0])
         .args(&args[1..])
-        .env_remove("TOOLHOST_CA_BUNDLE");
-    match bundle {
-        Some(bundle) => command.env("TOOLHOST_CA_BUNDLE", bundle),
-        None => command,
-    }
-    .run()
-    .await
+        .ca_bundle(bundle)
+        .run()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

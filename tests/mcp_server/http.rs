@@ -371,15 +371,7 @@ async fn a_tools_request_for_input_round_trips_only_its_own_sealed_state() {
         )
         .await;
         let error = &refused.last().unwrap()["error"];
-        assert_eq!(error["code"], -32602, "{refused:?}");
-        // One refusal for every binding (rmcp's codec tells no more, as it should).
-        assert!(
-            error["message"]
-                .as_str()
-                .unwrap()
-                .contains("requestState is refused"),
-            "{why}: {error}"
-        );
+        assert_state_refused(error, why);
     }
     let (_, finished) = stateless(&server, 3, "tools/call", again(state, tool), can_elicit).await;
     assert_eq!(
@@ -484,15 +476,7 @@ async fn a_prompts_request_for_input_round_trips_only_its_own_sealed_state() {
     ] {
         let (_, refused) = stateless(&server, 2, "prompts/get", params, can_elicit.clone()).await;
         let error = &refused.last().unwrap()["error"];
-        assert_eq!(error["code"], -32602, "{refused:?}");
-        // One refusal for every binding (rmcp's codec tells no more, as it should).
-        assert!(
-            error["message"]
-                .as_str()
-                .unwrap()
-                .contains("requestState is refused"),
-            "{why}: {error}"
-        );
+        assert_state_refused(error, why);
     }
     // A tool's state is never a prompt's: the tool that asks under that same guest.
     let tool = json!({ "name": "test_input_required_result_request_state", "arguments": {} });
@@ -510,13 +494,7 @@ async fn a_prompts_request_for_input_round_trips_only_its_own_sealed_state() {
     )
     .await;
     let error = &refused.last().unwrap()["error"];
-    assert!(
-        error["message"]
-            .as_str()
-            .unwrap()
-            .contains("requestState is refused"),
-        "a tool's state given to a prompt: {error}"
-    );
+    assert_state_refused(error, "a tool's state given to a prompt");
     let (_, filled) = stateless(
         &server,
         5,
@@ -546,5 +524,18 @@ async fn a_prompts_request_for_input_round_trips_only_its_own_sealed_state() {
         error["data"]["requiredCapabilities"]
             .get("elicitation")
             .is_some()
+    );
+}
+
+/// `error` is the one refusal of a sealed `requestState` (rmcp's codec says the same for every
+/// binding that fails, as it should: no hint of which), for the case `why`.
+fn assert_state_refused(error: &Value, why: &str) {
+    assert_eq!(error["code"], -32602, "{why}: {error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("requestState is refused"),
+        "{why}: {error}"
     );
 }

@@ -110,6 +110,15 @@ impl HostCommand {
         self
     }
 
+    /// `TOOLHOST_CA_BUNDLE` naming `bundle`, or unset without one (never the caller's own).
+    pub fn ca_bundle(self, bundle: Option<&Path>) -> Self {
+        let command = self.env_remove("TOOLHOST_CA_BUNDLE");
+        match bundle {
+            Some(bundle) => command.env("TOOLHOST_CA_BUNDLE", bundle),
+            None => command,
+        }
+    }
+
     /// What the user types: written to stdin, which is then closed (stdin is empty otherwise).
     pub fn stdin(mut self, typed: &str) -> Self {
         self.stdin = Some(typed.as_bytes().to_vec());

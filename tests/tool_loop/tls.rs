@@ -12,7 +12,7 @@ use toolhost_tests::tls::{PrivateCa, TlsFront};
 /// without one).
 async fn run(base_url: &str, bundle: Option<&Path>) -> HostOutput {
     let manifest = ManifestFile::calculator("");
-    let command = HostCommand::new("run")
+    HostCommand::new("run")
         .manifest(&manifest)
         .args([
             "--model",
@@ -21,13 +21,9 @@ async fn run(base_url: &str, bundle: Option<&Path>) -> HostOutput {
             base_url,
             "Hello?",
         ])
-        .env_remove("TOOLHOST_CA_BUNDLE");
-    match bundle {
-        Some(bundle) => command.env("TOOLHOST_CA_BUNDLE", bundle),
-        None => command,
-    }
-    .run()
-    .await
+        .ca_bundle(bundle)
+        .run()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
