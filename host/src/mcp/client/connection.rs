@@ -120,7 +120,7 @@ async fn connect_with(
                 inner: transport,
                 watcher,
             };
-            let started = start(handler, lifecycle, transport);
+            let started = start(handler, lifecycle, transport, config.startup_timeout);
             match tokio::time::timeout(config.startup_timeout, started).await {
                 Ok(Ok((service, tools))) => {
                     let connection = Connection {
@@ -168,7 +168,7 @@ async fn connect_stdio(
         watcher,
     )
     .map_err(|error| anyhow!("cannot start `{}`: {error}", command.program.display()))?;
-    match tokio::time::timeout(timeout, start(handler, lifecycle, transport)).await {
+    match tokio::time::timeout(timeout, start(handler, lifecycle, transport, timeout)).await {
         Ok(Ok((service, tools))) => {
             let connection = Connection {
                 service,
@@ -207,11 +207,13 @@ fn lifecycle(protocol: Option<ProtocolVersion>) -> ClientLifecycleMode {
     }
 }
 
-/// The MCP handshake (or discovery), then the first listing of the tools.
+/// The MCP handshake (or discovery), the subscription to tool changes where the server
+/// needs one, then the first listing of the tools, all within `startup`.
 async fn start<T, E>(
     handler: Handler,
     lifecycle: ClientLifecycleMode,
     transport: T,
+    startup: Duration,
 ) -> anyhow::Result<(RunningService<RoleClient, Handler>, Vec<Tool>)>
 where
     T: Transport<RoleClient, Error = E> + 'static,
@@ -234,12 +236,19 @@ where
         .peer()
         .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
         .await;
+    // A server that never acknowledges keeps half the start-up time; the listing has the
+    // rest, and the server is used without following its changes.
+    let subscription = follower
+        .subscribe_to_tool_changes(service.peer(), startup / 2)
+        .await;
     let tools = service
         .peer()
         .list_all_tools()
         .await
         .map_err(|error| anyhow!("listing its tools failed: {error}"))?;
-    follower.follow_tool_changes(service.peer());
+    if let Some(subscription) = subscription {
+        follower.follow_tool_changes(subscription);
+    }
     Ok((service, tools))
 }
 

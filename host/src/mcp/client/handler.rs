@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -12,7 +13,7 @@ use rmcp::model::{
     CustomRequest, CustomResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData,
     Implementation, ListRootsResult, ProtocolVersion, Root, ServerNotification, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, Subscription};
 use rmcp::{ClientHandler, Peer, RoleClient};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -190,34 +191,45 @@ impl Handler {
 
 impl Handler {
     /// Over 2026-07-28 a server tells of changes to its tools only on a subscription
-    /// (`subscriptions/listen`): if `peer` speaks it and says its tools may change, holds one
-    /// open (in a task that ends with the connection) and lists the tools again on each
-    /// change, as the dated revisions' `notifications/tools/list_changed` does.
-    pub(super) fn follow_tool_changes(&self, peer: &Peer<RoleClient>) {
-        let Some(info) = peer.peer_info() else {
-            return;
-        };
+    /// (`subscriptions/listen`): if `peer` speaks it and says its tools may change, opens one
+    /// and waits (up to `patience`) for its acknowledgment. Called before the first listing,
+    /// so that no change falls between that listing and the subscription.
+    pub(super) async fn subscribe_to_tool_changes(
+        &self,
+        peer: &Peer<RoleClient>,
+        patience: Duration,
+    ) -> Option<Subscription> {
+        let info = peer.peer_info()?;
         let changes = info
             .capabilities
             .tools
             .as_ref()
             .and_then(|tools| tools.list_changed);
         if info.protocol_version.has_initialize() || changes != Some(true) {
-            return;
+            return None;
         }
-        let (peer, tools, server) = (peer.clone(), self.tools.clone(), self.server.clone());
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let refused = match tokio::time::timeout(patience, peer.listen(filter)).await {
+            Ok(Ok(subscription)) => return Some(subscription),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!(
+                "no acknowledgment within {}",
+                humantime::format_duration(patience)
+            ),
+        };
+        tracing::info!(
+            "MCP server `{}` refused a subscription to its tool changes ({refused}); they are \
+             seen only at its restarts",
+            self.server
+        );
+        None
+    }
+
+    /// Lists the tools again on each change `subscription` tells of, as the dated revisions'
+    /// `notifications/tools/list_changed` does, in a task that ends with the connection.
+    pub(super) fn follow_tool_changes(&self, mut subscription: Subscription) {
+        let tools = self.tools.clone();
         tokio::spawn(async move {
-            let filter = SubscriptionFilter::builder().tools_list_changed().build();
-            let mut subscription = match peer.listen(filter).await {
-                Ok(subscription) => subscription,
-                Err(error) => {
-                    tracing::info!(
-                        "MCP server `{server}` refused a subscription to its tool changes \
-                         ({error}); they are seen only at its restarts"
-                    );
-                    return;
-                }
-            };
             while let Ok(Some(notification)) = subscription.next().await {
                 if !matches!(
                     notification,
