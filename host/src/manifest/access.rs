@@ -8,6 +8,8 @@ use std::num::NonZeroU32;
 
 use serde::Deserialize;
 
+use super::approval_mode::ApprovalMode;
+
 /// One `[[mcp.access]]` entry: the callers it matches, and what they may use.
 ///
 /// A caller (a request with a verified access token) matches an entry when its token grants
@@ -16,10 +18,20 @@ use serde::Deserialize;
 /// and no claims matches every verified caller. Without entries every caller may use
 /// everything, as before access rules existed.
 ///
+/// An entry with `approval = "always"` gives its tools on condition: each call waits until
+/// the client approves it (`host mcp` asks it, an elicitation). A call waits only when every
+/// entry that gives the caller the tool asks for approval; one that gives it without is
+/// enough to call it straight away.
+///
 /// ```toml
 /// [[mcp.access]]
 /// scopes = ["notes"]
 /// tools = ["notes_write", "notes_read"]
+///
+/// [[mcp.access]]
+/// scopes = ["notes:admin"]
+/// tools = ["notes_delete"]
+/// approval = "always"
 ///
 /// [[mcp.access]]
 /// claims = { groups = "admins" }
@@ -47,6 +59,10 @@ pub struct AccessRule {
     /// `resources/list` and `resources/templates/list` show them; `*` is every resource.
     #[serde(default)]
     pub resources: BTreeSet<String>,
+    /// Whether the matched callers' calls of these tools wait for the client's approval:
+    /// `"always"`, or `"never"` (the default).
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
 }
 
 /// What stands for "everything" in an entry's `tools`, `prompts` or `resources`.

@@ -20,8 +20,8 @@ use super::options::HttpServerOptions;
 use super::router::Router;
 use crate::caller::Caller;
 use crate::host::Host;
-use crate::manifest::McpConfig;
 use crate::manifest::access::AccessRule;
+use crate::manifest::{ApprovalMode, McpConfig};
 use crate::native_tools::NativeTools;
 use crate::source::CallContext;
 
@@ -33,7 +33,8 @@ const TEST_CALLER: &str = "x-test-caller";
 struct Nothing {}
 
 /// A host with three tools (`whoami` says who the call's caller is), and access rules:
-/// `notes` scope -> `notes_read` and `whoami`; the `admins` group -> everything.
+/// `notes` scope -> `notes_read` and `whoami`; the `admins` group -> everything; `reset`
+/// scope -> `admin_reset`, each call on approval.
 async fn host() -> Arc<Host> {
     let tools = NativeTools::new("app")
         .tool_with_context(
@@ -59,10 +60,15 @@ async fn host() -> Arc<Host> {
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
         ..AccessRule::default()
     };
+    let on_approval = AccessRule {
+        approval: Some(ApprovalMode::Always),
+        ..rule(&["reset"], None, &["admin_reset"])
+    };
     let mcp = McpConfig {
         access: vec![
             rule(&["notes"], None, &["notes_read", "whoami"]),
             rule(&[], Some("admins"), &["*"]),
+            on_approval,
         ],
         ..McpConfig::default()
     };
@@ -164,9 +170,7 @@ impl Client {
     }
 
     async fn send(&self, body: &Value) -> (u16, http::HeaderMap, String) {
-        let http = reqwest::Client::builder().no_proxy().build();
-        let mut request = http
-            .expect("an HTTP client")
+        let mut request = http()
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -214,6 +218,58 @@ impl Client {
         let params = json!({ "name": tool, "arguments": {} });
         self.post(json!(2), "tools/call", params).await.2
     }
+}
+
+/// A `tools/call` of `tool` on the stateless revision (2026-07-28) as `caller`, with `more`
+/// params (`inputResponses`, `requestState`), from a client that declares `elicitation`
+/// when `can_elicit`: its answer.
+async fn stateless_call(
+    url: &str,
+    caller: &str,
+    tool: &str,
+    more: Value,
+    can_elicit: bool,
+) -> Value {
+    let capabilities = if can_elicit {
+        json!({ "elicitation": {} })
+    } else {
+        json!({})
+    };
+    let mut params = json!({
+        "name": tool,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+    });
+    for (key, value) in more.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params });
+    let response = http()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .header(TEST_CALLER, caller)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("an answer");
+    let text = response.text().await.expect("a body");
+    (messages(&text).into_iter())
+        .find(|message| message.get("id") == Some(&json!(9)))
+        .unwrap_or(Value::String(text))
+}
+
+/// An HTTP client on the host's TLS set-up (its crypto provider installed).
+fn http() -> reqwest::Client {
+    crate::tls::install_crypto_provider();
+    let client = reqwest::Client::builder().no_proxy().build();
+    client.expect("an HTTP client")
 }
 
 /// The JSON-RPC messages of a body: one JSON value, or the `data:` of each SSE event.
@@ -293,4 +349,103 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
     // of `identity`; here the session still serves alice.
     let (status, _) = list(alice.as_caller(Some("alice notes"))).await;
     assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_call_its_callers_entry_gives_on_approval_waits_for_the_clients() {
+    let url = serve(host().await).await;
+    let carol = "carol reset";
+    let asked = stateless_call(&url, carol, "admin_reset", json!({}), true).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let question = &asked["result"]["inputRequests"]["toolhost/approval"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`admin_reset`"), "{message}");
+    let state = asked["result"]["requestState"].clone();
+    let answer = |action: &str| {
+        json!({
+            "inputResponses": { "toolhost/approval": { "action": action, "content": {} } },
+            "requestState": state,
+        })
+    };
+
+    // Declined: the tool does not run.
+    let declined = stateless_call(&url, carol, "admin_reset", answer("decline"), true).await;
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    let text = declined["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("`decline`"), "{text}");
+    // An accept without the server's question (no state) approves nothing: asked again.
+    let mut unasked = answer("accept");
+    unasked
+        .as_object_mut()
+        .map(|params| params.remove("requestState"));
+    let again = stateless_call(&url, carol, "admin_reset", unasked, true).await;
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    // Carol's question, answered by another caller with the same rights: refused.
+    let other = stateless_call(&url, "dave reset", "admin_reset", answer("accept"), true).await;
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    // Accepted: it runs.
+    let accepted = stateless_call(&url, carol, "admin_reset", answer("accept"), true).await;
+    assert_eq!(
+        accepted["result"]["content"][0]["text"], "reset",
+        "{accepted}"
+    );
+
+    // An admin's entry gives the same tool without approval: not asked.
+    let root = stateless_call(&url, "root other admins", "admin_reset", json!({}), true).await;
+    assert_eq!(root["result"]["content"][0]["text"], "reset", "{root}");
+    // A client that cannot be asked is told the capability it lacks; the tool does not run.
+    let mute = stateless_call(&url, carol, "admin_reset", json!({}), false).await;
+    assert_eq!(mute["error"]["code"], -32021, "{mute}");
+    assert!(
+        mute["error"]["data"]["requiredCapabilities"]
+            .get("elicitation")
+            .is_some(),
+        "{mute}"
+    );
+}
+
+/// Arguments whose `region` travels in an `Mcp-Param-Region` header too (SEP-2243).
+#[derive(Deserialize, JsonSchema)]
+struct InRegion {
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+#[tokio::test]
+async fn a_tools_header_rules_do_not_give_away_a_tool_the_caller_may_not_use() {
+    let tools = NativeTools::new("app").tool(
+        "region_report",
+        "Reports on a region.",
+        async |args: InRegion| Ok::<_, String>(format!("report on {}", args.region)),
+    );
+    let mcp = McpConfig {
+        access: vec![AccessRule {
+            claims: [("groups".to_owned(), "admins".to_owned())].into(),
+            tools: ["*".to_owned()].into(),
+            ..AccessRule::default()
+        }],
+        ..McpConfig::default()
+    };
+    let host = Host::builder().native(tools).mcp(mcp).build().await;
+    let url = serve(Arc::new(host.unwrap_or_else(|e| panic!("{e}")))).await;
+    // No `Mcp-Param-Region` header: rmcp refuses a call of the tool before it reaches the
+    // server, for a caller who may use it.
+    let eu = json!({ "arguments": { "region": "eu" } });
+    let admin = "root other admins";
+    let refused = stateless_call(&url, admin, "region_report", eu.clone(), false).await;
+    assert!(
+        refused.to_string().contains("Mcp-Param-Region"),
+        "{refused}"
+    );
+    // For one who may not, the tool is unknown, as one there is not: its header rules too.
+    let hidden = stateless_call(&url, "alice notes", "region_report", eu.clone(), false).await;
+    let missing = stateless_call(&url, "alice notes", "region_reporx", eu, false).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    assert_eq!(
+        hidden.to_string().replace("region_report", "region_reporx"),
+        missing.to_string()
+    );
 }

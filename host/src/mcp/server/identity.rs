@@ -21,6 +21,24 @@ pub(super) fn caller_of(cx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> 
     caller_in(&cx.extensions)
 }
 
+tokio::task_local! {
+    /// The verified caller of the HTTP request rmcp is handling, while it handles it: for
+    /// what rmcp asks of the server without a request context (`get_tool`).
+    static REQUEST_CALLER: Option<Arc<Caller>>;
+}
+
+/// Runs `handling` (rmcp handling an HTTP request) with `caller` as its
+/// [`request_caller`].
+pub(super) async fn handled_for<F: Future>(caller: Option<Arc<Caller>>, handling: F) -> F::Output {
+    REQUEST_CALLER.scope(caller, handling).await
+}
+
+/// The verified caller of the HTTP request being handled, if there is one (none on stdio,
+/// or outside [`handled_for`]).
+pub(super) fn request_caller() -> Option<Arc<Caller>> {
+    REQUEST_CALLER.try_with(Clone::clone).ok().flatten()
+}
+
 /// The verified caller among a handler's `extensions`: in the HTTP request's parts.
 fn caller_in(extensions: &Extensions) -> Option<Arc<Caller>> {
     extensions

@@ -194,6 +194,7 @@ impl Router {
                 return jsonrpc_error(StatusCode::BAD_REQUEST, &Refused::parse_error(&error));
             }
         };
+        let (message, bytes) = self.callers_part(&parts, message, bytes);
         let read = match jsonrpc::read(message.clone()) {
             Ok(Some(read)) => read,
             // A notification rmcp cannot read gets no answer, as on stdio.
@@ -233,6 +234,39 @@ impl Router {
                 self.forward(request, method, request_id).await
             };
         admitted.hold(response)
+    }
+
+    /// `message` (whose bytes are `bytes`) as its caller may send it: a
+    /// `subscriptions/listen` asks only for the resources the caller may read, the others
+    /// taken out as those there are not (the acknowledgment leaves out both alike). rmcp asks
+    /// the server which subscriptions it accepts without the request's context, hence here.
+    fn callers_part(
+        &self,
+        parts: &http::request::Parts,
+        mut message: Value,
+        bytes: Bytes,
+    ) -> (Value, Bytes) {
+        if message.get("method").and_then(Value::as_str) != Some("subscriptions/listen") {
+            return (message, bytes);
+        }
+        let Some(caller) = parts.extensions.get::<std::sync::Arc<Caller>>() else {
+            return (message, bytes);
+        };
+        let requested = message
+            .pointer_mut("/params/notifications/resourceSubscriptions")
+            .and_then(Value::as_array_mut);
+        let Some(uris) = requested else {
+            return (message, bytes);
+        };
+        let before = uris.len();
+        uris.retain(|uri| {
+            (uri.as_str()).is_none_or(|uri| self.server.may_read_resource(caller, uri))
+        });
+        if uris.len() == before {
+            return (message, bytes);
+        }
+        let bytes = Bytes::from(message.to_string());
+        (message, bytes)
     }
 
     /// Lets a request through within its caller's fair share, or answers it 429.
@@ -288,7 +322,11 @@ impl Router {
             && request.headers().contains_key("mcp-session-id"))
         .then(|| request.headers().clone());
         let sending = request_id.as_ref().map(|_| self.answers.token());
-        let response = self.mcp.handle(request).await;
+        let caller = request
+            .extensions()
+            .get::<std::sync::Arc<Caller>>()
+            .cloned();
+        let response = identity::handled_for(caller, self.mcp.handle(request)).await;
         let Some(sending) = sending else {
             return response;
         };
