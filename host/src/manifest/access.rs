@@ -83,14 +83,16 @@ pub const EVERY: &str = "*";
 #[serde(deny_unknown_fields)]
 pub struct PerCallerLimits {
     /// The requests a second each caller may make, sustained (a token bucket refilled at
-    /// this rate); past it a request is answered 429 with `Retry-After`.
+    /// this rate); past it a request waits for its caller's next turn (up to half a second),
+    /// then is answered 429 with `Retry-After`.
     #[serde(default)]
     pub rate: Option<NonZeroU32>,
     /// How many requests a caller may make at once after a quiet spell (the bucket's size);
     /// the rate when not given.
     #[serde(default)]
     pub burst: Option<NonZeroU32>,
-    /// How many `tools/call`s of one caller may run at once; past it a call is answered 429.
+    /// How many `tools/call`s of one caller may run at once; past it a call waits for one of
+    /// its caller's to end (up to half a second), then is answered 429.
     #[serde(default)]
     pub calls: Option<NonZeroU32>,
 }

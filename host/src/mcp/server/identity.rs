@@ -7,6 +7,7 @@
 //! handlers in the request context's extensions. Nothing else sets it: no header names an
 //! identity. stdio and a static bearer token have none (the operator).
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
@@ -60,7 +61,12 @@ pub(super) fn caller_key(caller: Option<&Caller>) -> String {
     // A separator no issuer URL holds, so that ("ab", "c") and ("a", "bc") differ.
     hash.update([0]);
     hash.update(caller.subject.as_bytes());
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    let mut key = String::with_capacity(64);
+    for byte in hash.finalize() {
+        // Writing to a String cannot fail.
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
 }
 
 #[cfg(test)]
