@@ -85,7 +85,8 @@ async fn callers_see_their_tools_keep_their_notes_and_sessions_to_themselves() {
             claims["groups"] = groups;
         }))
     };
-    let mut alice = client(&server, &token("alice", "mcp:tools notes", json!([]))).await;
+    let alice_token = token("alice", "mcp:tools notes", json!([]));
+    let mut alice = client(&server, &alice_token).await;
     let mut bob = client(&server, &token("bob", "mcp:tools notes", json!([]))).await;
     let mut eve = client(&server, &token("eve", "mcp:tools", json!(["staff"]))).await;
     let mut root = client(&server, &token("root", "mcp:tools", json!(["admins"]))).await;
@@ -146,6 +147,9 @@ async fn callers_see_their_tools_keep_their_notes_and_sessions_to_themselves() {
         .expect("the refused call is recorded");
     assert_eq!(refused["outcome"], "unknown_tool");
     assert_eq!(refused["caller"]["subject"], "eve");
+    // ... and never the token: its signature is nowhere in the log.
+    let signature = alice_token.rsplit('.').next().unwrap();
+    assert!(!audit.contains(signature), "the audit log holds a token");
 }
 
 /// A `subscriptions/listen` on the stateless revision as the caller `token` names, for the

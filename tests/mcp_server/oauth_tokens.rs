@@ -9,7 +9,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use toolhost_tests::cli::ManifestFile;
+use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::issuer::{Keys, RESOURCE, SigningKey, TestIssuer};
 use toolhost_tests::mcp::{HttpClient, HttpServer, TRACE_BUT_THE_COMPILER};
 
@@ -248,4 +248,32 @@ async fn a_key_set_down_slow_or_garbage_costs_only_the_tokens_it_would_bring() {
     assert_eq!(status, 401, "{challenge}");
     assert!(challenge.contains("invalid_token"), "{challenge}");
     call_works(&server.url, &new_token).await;
+}
+
+/// The static token is for one user, access tokens for many: given both, `host mcp` does not
+/// pick one silently, it refuses to start and says to use one.
+#[tokio::test]
+async fn a_static_token_and_an_authorization_server_together_are_refused() {
+    let manifest = ManifestFile::calculator(&format!(
+        "[mcp.auth]\nissuer = \"http://127.0.0.1:2\"\nresource = {RESOURCE:?}\n"
+    ));
+    let output = HostCommand::new("mcp")
+        .args([
+            manifest.arg(),
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "STATIC_TOKEN",
+        ])
+        .env("STATIC_TOKEN", "s3cret-static-token")
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2), "{}", output.stderr);
+    let stderr = &output.stderr;
+    assert!(
+        stderr.contains("--token-env") && stderr.contains("[mcp.auth]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("use one"), "{stderr}");
+    assert!(!stderr.contains("s3cret-static-token"), "{stderr}");
 }

@@ -138,6 +138,11 @@ struct Client {
 impl Client {
     /// A session opened as `caller` (`initialize` and `notifications/initialized`).
     async fn open(url: &str, caller: Option<&str>) -> Self {
+        Self::open_with(url, caller, json!({})).await
+    }
+
+    /// A session opened as `caller`, whose client declares `capabilities`.
+    async fn open_with(url: &str, caller: Option<&str>, capabilities: Value) -> Self {
         let mut client = Self {
             url: url.to_owned(),
             caller: caller.map(str::to_owned),
@@ -145,7 +150,7 @@ impl Client {
         };
         let params = json!({
             "protocolVersion": "2025-11-25",
-            "capabilities": {},
+            "capabilities": capabilities,
             "clientInfo": { "name": "callers-tests", "version": "0" },
         });
         let (status, headers, _) = client.post(json!(0), "initialize", params).await;
@@ -170,6 +175,14 @@ impl Client {
     }
 
     async fn send(&self, body: &Value) -> (u16, http::HeaderMap, String) {
+        let response = self.request(body).send().await.expect("an answer");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.expect("a body"))
+    }
+
+    /// The POST of `body` in this session, as this caller.
+    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
         let mut request = http()
             .post(&self.url)
             .header("content-type", "application/json")
@@ -181,14 +194,7 @@ impl Client {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let response = request
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("an answer");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        (status, headers, response.text().await.expect("a body"))
+        request.body(body.to_string())
     }
 
     async fn post(&self, id: Value, method: &str, params: Value) -> (u16, http::HeaderMap, Value) {
@@ -448,4 +454,59 @@ async fn a_tools_header_rules_do_not_give_away_a_tool_the_caller_may_not_use() {
         hidden.to_string().replace("region_report", "region_reporx"),
         missing.to_string()
     );
+}
+
+/// The next JSON-RPC message on the SSE stream `answer`, read on from `buffer`.
+async fn next_message(answer: &mut reqwest::Response, buffer: &mut String) -> Value {
+    loop {
+        if let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if let Some(message) = messages(&event).into_iter().next() {
+                return message;
+            }
+            continue;
+        }
+        let chunk = answer.chunk().await.expect("the stream").expect("more");
+        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+    }
+}
+
+#[tokio::test]
+async fn in_a_session_the_server_asks_the_client_for_approval_and_waits() {
+    let url = serve(host().await).await;
+    let can_elicit = json!({ "elicitation": {} });
+    let carol = Client::open_with(&url, Some("carol reset"), can_elicit).await;
+    for (id, action, ran) in [(5, "decline", false), (6, "accept", true)] {
+        let params = json!({ "name": "admin_reset", "arguments": {} });
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        let mut answer = carol.request(&call).send().await.expect("an answer");
+        let mut buffer = String::new();
+        // The question comes first, on the call's own stream; the call waits for the answer.
+        let question = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("`admin_reset`"), "{message}");
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": question["id"],
+            "result": { "action": action, "content": {} },
+        });
+        let (status, _, _) = carol.send(&reply).await;
+        assert_eq!(status, 202);
+        let result = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(result["id"], id, "{result}");
+        let text = result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        if ran {
+            assert_eq!(text, "reset", "{result}");
+        } else {
+            assert_eq!(result["result"]["isError"], true, "{result}");
+            assert!(text.contains("`decline`"), "{result}");
+        }
+    }
+    // A session whose client declared no elicitation cannot be asked: refused, not run.
+    let mute = Client::open(&url, Some("carol reset")).await;
+    let refused = mute.call("admin_reset").await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }
