@@ -171,11 +171,14 @@ impl KeyCache {
     }
 
     /// Whether `key`, which `kid` named, is still the one the key set holds under that id, for
-    /// an algorithm the issuer still announces: what a token verified with it rests on.
-    /// Never fetches.
+    /// an algorithm the issuer still announces, in a key set fetched within the hour: what a
+    /// token verified with it rests on. Never fetches (a token found untrusted is verified
+    /// again, which fetches what it needs).
     pub(super) fn trusts(&self, kid: Option<&str>, key: &Arc<Key>, alg: Algorithm) -> bool {
         let held = self.lock();
-        held.set.algorithms.contains(&alg)
+        let fresh = held.fetched.is_some_and(|at| at.elapsed() < MAX_KEY_AGE);
+        fresh
+            && held.set.algorithms.contains(&alg)
             && (held.set.find(kid)).is_some_and(|held_key| Arc::ptr_eq(&held_key, key))
     }
 

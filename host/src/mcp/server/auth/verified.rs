@@ -4,8 +4,9 @@
 //! Entries are keyed by the token's SHA-256 (the token itself is never kept): any change to
 //! the token, a tampered payload or signature, is another key, which holds nothing. An entry
 //! is used until the token's `exp`, and only while the issuer's key set still holds the very
-//! key it was verified with, in an algorithm the issuer still announces
-//! ([`KeyCache::trusts`]): a key rotation that drops or replaces the key drops its tokens too.
+//! key it was verified with, in an algorithm the issuer still announces, fetched within the
+//! hour ([`KeyCache::trusts`]): a key rotation that drops or replaces the key drops its tokens
+//! too, and keys held an hour are fetched again as if no token had been kept.
 //!
 //! The cache is bounded by `quick_cache` (a maintained concurrent cache) whose eviction keeps
 //! entries used more than once ahead of those seen once: a flood of new tokens evicts the
