@@ -510,3 +510,38 @@ async fn in_a_session_the_server_asks_the_client_for_approval_and_waits() {
     let refused = mute.call("admin_reset").await;
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
 }
+
+#[tokio::test]
+async fn a_caller_past_its_rate_is_answered_429_over_http_and_the_others_are_not() {
+    let limits = crate::manifest::PerCallerLimits {
+        rate: std::num::NonZeroU32::new(1),
+        burst: std::num::NonZeroU32::new(2),
+        calls: None,
+    };
+    let mcp = McpConfig {
+        per_caller: limits,
+        ..McpConfig::default()
+    };
+    let tools = NativeTools::new("app").tool("noop", "Does nothing.", async |_: Nothing| {
+        Ok::<_, String>(String::new())
+    });
+    let host = Host::builder().native(tools).mcp(mcp).build().await;
+    let url = serve(Arc::new(host.unwrap_or_else(|e| panic!("{e}")))).await;
+    // `initialize` and `notifications/initialized` take alice's burst; her next turn is a
+    // second away, past the longest wait in her line.
+    let alice = Client::open(&url, Some("alice notes")).await;
+    let (status, headers, answer) = alice.post(json!(41), "tools/list", json!({})).await;
+    assert_eq!(status, 429, "{answer}");
+    let retry = headers.get("retry-after").and_then(|v| v.to_str().ok());
+    assert!(
+        retry
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|s| s >= 1),
+        "{retry:?}"
+    );
+    assert_eq!(answer["id"], 41, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    // Bob has an allowance of his own.
+    let bob = Client::open(&url, Some("bob notes")).await;
+    assert!(bob.session.is_some());
+}
