@@ -252,6 +252,22 @@ async fn resources_and_listen_streams_follow_the_callers_rules_and_directories()
     );
     let listed = eve.request("resources/templates/list", json!({})).await;
     assert!(!listed.to_string().contains("note://"), "{listed}");
+    // And so for a subscription: alice's is taken, eve's refused as one to nothing.
+    let subscribed = alice
+        .request("resources/subscribe", read("note://groceries"))
+        .await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let hidden = eve
+        .request("resources/subscribe", read("note://groceries"))
+        .await;
+    let missing = eve
+        .request("resources/subscribe", read("nothing://groceries"))
+        .await;
+    assert!(hidden.get("error").is_some(), "{hidden}");
+    assert_eq!(
+        hidden["error"].to_string().replace("note://", "nothing://"),
+        missing["error"].to_string()
+    );
 
     // A listen stream is accepted only the resources its caller may read; the others are
     // left out as unknown ones are.
