@@ -77,31 +77,36 @@ pub trait ToolSource: Send + Sync {
         None
     }
 
-    /// Reads its resource `uri`.
+    /// Reads its resource `uri` for `caller` (whose directories per caller the read gets, as
+    /// its calls do; none without one).
     fn read_resource<'a>(
         &'a self,
         uri: &'a str,
+        _caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, OfferError>> {
         Box::pin(async move { Err(OfferError::NotFound(format!("no resource {uri}"))) })
     }
 
-    /// Fills in its prompt `name` with `arguments`; `input` has the answers when an earlier
-    /// round asked for input. A prompt may ask for input, as a tool may.
+    /// Fills in its prompt `name` with `arguments` for `caller`; `input` has the answers when
+    /// an earlier round asked for input. A prompt may ask for input, as a tool may.
     fn get_prompt<'a>(
         &'a self,
         name: &'a str,
         _arguments: &'a BTreeMap<String, String>,
         _input: &'a PromptInput,
+        _caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<PromptOutcome, OfferError>> {
         Box::pin(async move { Err(OfferError::NotFound(format!("no prompt {name}"))) })
     }
 
-    /// Values completing `value` for argument `argument` of its prompt `prompt`.
+    /// Values completing `value` for argument `argument` of its prompt `prompt`, for
+    /// `caller`.
     fn complete<'a>(
         &'a self,
         _prompt: &'a str,
         _argument: &'a str,
         _value: &'a str,
+        _caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<Vec<String>, OfferError>> {
         Box::pin(async { Ok(Vec::new()) })
     }

@@ -1,7 +1,9 @@
 //! What each caller of `host mcp --http` may do, end to end: the `host` binary taking real
 //! access tokens (signed by an issuer this test runs on 127.0.0.1) with `[[mcp.access]]` rules,
-//! the example `files` component writing each caller's notes into a `{sub}` directory, sessions
-//! bound to their caller, and the audit log naming the caller of every call.
+//! the example `files` component writing each caller's notes into a `{sub}` directory (and
+//! reading them back as resources, from the same directory), sessions bound to their caller,
+//! `subscriptions/listen` offering only what the caller may read, and the audit log naming
+//! the caller of every call.
 
 use serde_json::{Value, json};
 use toolhost_tests::cli::ManifestFile;
@@ -33,6 +35,7 @@ scopes = ["mcp:tools"]
 [[mcp.access]]
 scopes = ["notes"]
 tools = ["write_note", "list_files"]
+resources = ["note://{{title}}"]
 
 [[mcp.access]]
 claims = {{ groups = "admins" }}
@@ -82,7 +85,8 @@ async fn callers_see_their_tools_keep_their_notes_and_sessions_to_themselves() {
             claims["groups"] = groups;
         }))
     };
-    let mut alice = client(&server, &token("alice", "mcp:tools notes", json!([]))).await;
+    let alice_token = token("alice", "mcp:tools notes", json!([]));
+    let mut alice = client(&server, &alice_token).await;
     let mut bob = client(&server, &token("bob", "mcp:tools notes", json!([]))).await;
     let mut eve = client(&server, &token("eve", "mcp:tools", json!(["staff"]))).await;
     let mut root = client(&server, &token("root", "mcp:tools", json!(["admins"]))).await;
@@ -143,4 +147,137 @@ async fn callers_see_their_tools_keep_their_notes_and_sessions_to_themselves() {
         .expect("the refused call is recorded");
     assert_eq!(refused["outcome"], "unknown_tool");
     assert_eq!(refused["caller"]["subject"], "eve");
+    // ... and never the token: its signature is nowhere in the log.
+    let signature = alice_token.rsplit('.').next().unwrap();
+    assert!(!audit.contains(signature), "the audit log holds a token");
+}
+
+/// A `subscriptions/listen` on the stateless revision as the caller `token` names, for the
+/// resources `uris`: the acknowledgment's accepted filter.
+async fn listen_accepts(server: &HttpServer, token: &str, uris: &[&str]) -> Value {
+    let params = json!({
+        "notifications": { "resourceSubscriptions": uris },
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    });
+    let body =
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": params });
+    let mut stream = toolhost_tests::http_client()
+        .build()
+        .unwrap()
+        .post(&server.url)
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(stream.status().is_success(), "{}", stream.status());
+    let mut buffer = String::new();
+    let read = async {
+        loop {
+            if let Some(data) = (buffer.lines())
+                .filter_map(|line| line.strip_prefix("data:"))
+                .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            {
+                return data;
+            }
+            let chunk = stream
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream stays open");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    };
+    let ack = tokio::time::timeout(toolhost_tests::mcp::HANG, read)
+        .await
+        .expect("an acknowledgment");
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    ack["params"]["notifications"].clone()
+}
+
+#[tokio::test]
+async fn resources_and_listen_streams_follow_the_callers_rules_and_directories() {
+    let key = SigningKey::new("k1");
+    let issuer = TestIssuer::start(&[&key]).await;
+    let manifest = manifest(&issuer);
+    let server = HttpServer::start(&[manifest.arg()], &[]).await;
+    let token = |sub: &str, scope: &str| {
+        key.sign(&issuer.claims(|claims| {
+            claims["sub"] = json!(sub);
+            claims["scope"] = json!(scope);
+        }))
+    };
+    let (alice_token, eve_token) = (token("alice", "mcp:tools notes"), token("eve", "mcp:tools"));
+    let mut alice = client(&server, &alice_token).await;
+    let mut bob = client(&server, &token("bob", "mcp:tools notes")).await;
+    let mut eve = client(&server, &eve_token).await;
+    let note = json!({ "title": "groceries", "text": "milk, eggs" });
+    let written = alice.call("write_note", note).await;
+    assert!(written["result"]["isError"] != json!(true), "{written}");
+
+    // The note, read as a resource, comes from its writer's own directory: bob has none.
+    let read = |uri: &str| json!({ "uri": uri });
+    let alices = alice
+        .request("resources/read", read("note://groceries"))
+        .await;
+    let text = alices["result"]["contents"][0]["text"].as_str();
+    assert!(text.is_some_and(|t| t.contains("milk, eggs")), "{alices}");
+    let bobs = bob
+        .request("resources/read", read("note://groceries"))
+        .await;
+    assert!(bobs.get("result").is_none(), "{bobs}");
+    assert!(bobs.to_string().contains("no note titled"), "{bobs}");
+    assert!(!bobs.to_string().contains("milk"), "{bobs}");
+    // A caller whose rules give it no resources: the note is as one there is not.
+    let hidden = eve
+        .request("resources/read", read("note://groceries"))
+        .await;
+    let missing = eve
+        .request("resources/read", read("nothing://groceries"))
+        .await;
+    assert!(hidden.get("error").is_some(), "{hidden}");
+    assert_eq!(
+        hidden["error"].to_string().replace("note://", "nothing://"),
+        missing["error"].to_string()
+    );
+    let listed = eve.request("resources/templates/list", json!({})).await;
+    assert!(!listed.to_string().contains("note://"), "{listed}");
+    // And so for a subscription: alice's is taken, eve's refused as one to nothing.
+    let subscribed = alice
+        .request("resources/subscribe", read("note://groceries"))
+        .await;
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let hidden = eve
+        .request("resources/subscribe", read("note://groceries"))
+        .await;
+    let missing = eve
+        .request("resources/subscribe", read("nothing://groceries"))
+        .await;
+    assert!(hidden.get("error").is_some(), "{hidden}");
+    assert_eq!(
+        hidden["error"].to_string().replace("note://", "nothing://"),
+        missing["error"].to_string()
+    );
+
+    // A listen stream is accepted only the resources its caller may read; the others are
+    // left out as unknown ones are.
+    let wanted = ["note://groceries", "nothing://x"];
+    let alices = listen_accepts(&server, &alice_token, &wanted).await;
+    assert_eq!(
+        alices["resourceSubscriptions"],
+        json!(["note://groceries"]),
+        "{alices}"
+    );
+    let eves = listen_accepts(&server, &eve_token, &wanted).await;
+    assert!(eves.get("resourceSubscriptions").is_none(), "{eves}");
 }

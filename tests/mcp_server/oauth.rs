@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt as _, BufReader};
 use serde_json::{Value, json};
 use toolhost_tests::authorization::{AuthorizationServer, kid};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::mcp::HttpServer;
+use toolhost_tests::mcp::{HttpServer, TRACE_BUT_THE_COMPILER};
 
 use crate::oauth_tokens::{attempt, call_works};
 
@@ -45,7 +45,10 @@ introspection = {{ client_id = "rs", client_secret_env = "RS_SECRET" }}
         let server = HttpServer::start_on(
             &format!("127.0.0.1:{port}"),
             &[manifest.arg()],
-            &[("RUST_LOG", "trace"), ("RS_SECRET", "rs-secret")],
+            &[
+                ("RUST_LOG", TRACE_BUT_THE_COMPILER),
+                ("RS_SECRET", "rs-secret"),
+            ],
         )
         .await;
         server.loaded().await;

@@ -9,9 +9,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use toolhost_tests::cli::ManifestFile;
+use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::issuer::{Keys, RESOURCE, SigningKey, TestIssuer};
-use toolhost_tests::mcp::{HttpClient, HttpServer};
+use toolhost_tests::mcp::{HttpClient, HttpServer, TRACE_BUT_THE_COMPILER};
 
 /// `host mcp --http` over the calculator, taking the tokens of `issuer` for [`RESOURCE`],
 /// fetching its keys again at most every `refetch`.
@@ -21,7 +21,8 @@ async fn resource_server(issuer: &TestIssuer, refetch: &str) -> (HttpServer, Man
          keys_refetch_interval = {refetch:?}\n",
         issuer.url()
     ));
-    let server = HttpServer::start(&[manifest.arg()], &[("RUST_LOG", "trace")]).await;
+    let server =
+        HttpServer::start(&[manifest.arg()], &[("RUST_LOG", TRACE_BUT_THE_COMPILER)]).await;
     server.loaded().await;
     (server, manifest)
 }
@@ -61,6 +62,13 @@ fn with_payload(token: &str, claims: &Value) -> String {
     let parts: Vec<&str> = token.split('.').collect();
     let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
     format!("{}.{payload}.{}", parts[0], parts[2])
+}
+
+/// `token` with one character of its signature changed.
+fn with_signature_changed(token: &str) -> String {
+    let at = token.rfind('.').expect("three parts") + 5;
+    let changed = if &token[at..=at] == "A" { "B" } else { "A" };
+    format!("{}{changed}{}", &token[..at], &token[at + 1..])
 }
 
 #[tokio::test]
@@ -118,10 +126,13 @@ async fn forged_and_malformed_tokens_are_refused_with_a_challenge() {
         ("HS256 keyed with the public key", confused),
         ("not typed at+jwt", untyped),
         ("unknown kid", stranger.sign(&issuer.claims(|_| {}))),
+        // `good` was verified above, and is kept as verified: a token changed in any byte
+        // is not it.
         (
             "tampered payload",
             with_payload(&good, &issuer.claims(|c| c["sub"] = json!("admin"))),
         ),
+        ("tampered signature", with_signature_changed(&good)),
         ("bad base64", "e30!!.e30$$.c2ln~~".to_owned()),
         ("one part", "eyJhbGciOiJFUzI1NiJ9".to_owned()),
         ("two parts", good.rsplit_once('.').unwrap().0.to_owned()),
@@ -225,4 +236,44 @@ async fn a_key_set_down_slow_or_garbage_costs_only_the_tokens_it_would_bring() {
     issuer.set_keys(Keys::Served);
     call_works(&server.url, &new_token).await;
     call_works(&server.url, &old_token).await;
+
+    // The old key retired. Its token, verified and kept since, is refused as soon as the
+    // server holds the key set without it (fetched for a token of a key it did not hold):
+    // a verified token lasts no longer than its key.
+    let newest = SigningKey::new("newest");
+    issuer.retire(&old);
+    issuer.publish(&newest);
+    call_works(&server.url, &newest.sign(&issuer.claims(|_| {}))).await;
+    let (status, challenge) = attempt(&server.url, Some(&old_token)).await;
+    assert_eq!(status, 401, "{challenge}");
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    call_works(&server.url, &new_token).await;
+}
+
+/// The static token is for one user, access tokens for many: given both, `host mcp` does not
+/// pick one silently, it refuses to start and says to use one.
+#[tokio::test]
+async fn a_static_token_and_an_authorization_server_together_are_refused() {
+    let manifest = ManifestFile::calculator(&format!(
+        "[mcp.auth]\nissuer = \"http://127.0.0.1:2\"\nresource = {RESOURCE:?}\n"
+    ));
+    let output = HostCommand::new("mcp")
+        .args([
+            manifest.arg(),
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "STATIC_TOKEN",
+        ])
+        .env("STATIC_TOKEN", "s3cret-static-token")
+        .run()
+        .await;
+    assert_eq!(output.code(), Some(2), "{}", output.stderr);
+    let stderr = &output.stderr;
+    assert!(
+        stderr.contains("--token-env") && stderr.contains("[mcp.auth]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("use one"), "{stderr}");
+    assert!(!stderr.contains("s3cret-static-token"), "{stderr}");
 }

@@ -55,10 +55,7 @@ impl AuthorizationServer {
             _child: child,
             _dir: dir,
             issuer: started["issuer"].as_str().expect("the issuer").to_owned(),
-            http: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("a client"),
+            http: crate::http_client().no_proxy().build().expect("a client"),
         }
     }
 
@@ -116,7 +113,7 @@ impl AuthorizationServer {
     /// password) on the dev login page, consents, and follows the redirects to the client's
     /// redirect URI, which it opens (a client's loopback listener gets the code there).
     pub async fn approve(&self, url: &str, login: &str) {
-        let browser = reqwest::Client::builder()
+        let browser = crate::http_client()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -140,6 +140,14 @@ impl TestIssuer {
             .push(key.jwk.clone());
     }
 
+    /// Stops publishing `key` (a rotation's last step).
+    pub fn retire(&self, key: &SigningKey) {
+        self.published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|published| *published != key.jwk);
+    }
+
     /// How many times the key set was asked for.
     pub fn key_set_fetches(&self) -> usize {
         (self.server.requests().iter())

@@ -15,6 +15,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 /// test that never ends, not a performance threshold.
 pub const HANG: Duration = Duration::from_secs(60);
 
+/// `RUST_LOG` for a test that looks for secrets in everything the host logs: every target at
+/// `trace` but the component compiler's (wasmtime, cranelift), whose trace of one compile
+/// outlasts [`HANG`] on a loaded machine and never sees a request.
+pub const TRACE_BUT_THE_COMPILER: &str = "trace,wasmtime=info,cranelift=info";
+
 /// The MCP peers `scripts/setup-mcp-peers.sh` installs.
 pub struct Peers {
     /// Node 24 (the conformance suite needs Node 22 or newer).

@@ -127,7 +127,8 @@ pub struct McpArgs {
     pass_meta: Vec<String>,
 
     /// HTTP: the requests a second each caller may make, sustained (over the manifest's
-    /// [mcp.per_caller] rate); past it, 429 with Retry-After
+    /// [mcp.per_caller] rate); past it, a request waits for its turn (up to 0.5 s), then
+    /// gets 429 with Retry-After
     #[arg(long, value_name = "N", requires = "listen")]
     caller_rate: Option<NonZeroU32>,
 
@@ -137,7 +138,7 @@ pub struct McpArgs {
     caller_burst: Option<NonZeroU32>,
 
     /// HTTP: how many tool calls of one caller may run at once (over [mcp.per_caller]
-    /// calls); past it, 429
+    /// calls); past it, a call waits for one to end (up to 0.5 s), then gets 429
     #[arg(long, value_name = "N", requires = "listen")]
     caller_calls: Option<NonZeroU32>,
 

@@ -17,6 +17,7 @@ use wasmtime::component::{Component, types::ComponentItem};
 
 use super::{describe, offered};
 use crate::arguments::Arguments;
+use crate::caller::Caller;
 use crate::engine::bindings::{CONTRACTS, Contract, ToolInstancePre, wit};
 use crate::engine::cache;
 use crate::engine::cache::{CompileEvent, CompileSource, ContentKey, Described};
@@ -240,6 +241,19 @@ impl LoadedComponent {
         self.code().await.map(|_| ())
     }
 
+    /// The sandbox a resource read, prompt or completion (`what` names it) runs in for
+    /// `caller`: the component's, with each directory granted per caller the caller's own,
+    /// as in its calls; without a caller such a directory is denied.
+    fn offer_sandbox(
+        &self,
+        what: &str,
+        caller: Option<&Caller>,
+    ) -> Result<std::borrow::Cow<'_, Sandbox>, OfferError> {
+        self.sandbox
+            .for_caller(what, caller)
+            .map_err(|error| OfferError::Failed(error.to_string()))
+    }
+
     async fn code(&self) -> Result<&ToolInstancePre, LoadError> {
         self.code
             .get_or_try_init(|| async {
@@ -428,13 +442,15 @@ impl ToolSource for LoadedComponent {
     fn read_resource<'a>(
         &'a self,
         uri: &'a str,
+        caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<Vec<ResourceContents>, OfferError>> {
         Box::pin(async move {
             let pre = self
                 .code()
                 .await
                 .map_err(|e| OfferError::Failed(e.to_string()))?;
-            offered::read(&self.runtime, pre, &self.sandbox, uri).await
+            let sandbox = self.offer_sandbox(uri, caller)?;
+            offered::read(&self.runtime, pre, &sandbox, uri).await
         })
     }
 
@@ -443,13 +459,15 @@ impl ToolSource for LoadedComponent {
         name: &'a str,
         arguments: &'a BTreeMap<String, String>,
         input: &'a PromptInput,
+        caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<PromptOutcome, OfferError>> {
         Box::pin(async move {
             let pre = self
                 .code()
                 .await
                 .map_err(|e| OfferError::Failed(e.to_string()))?;
-            offered::get(&self.runtime, pre, &self.sandbox, name, arguments, input).await
+            let sandbox = self.offer_sandbox(name, caller)?;
+            offered::get(&self.runtime, pre, &sandbox, name, arguments, input).await
         })
     }
 
@@ -458,13 +476,15 @@ impl ToolSource for LoadedComponent {
         prompt: &'a str,
         argument: &'a str,
         value: &'a str,
+        caller: Option<&'a Caller>,
     ) -> BoxFuture<'a, Result<Vec<String>, OfferError>> {
         Box::pin(async move {
             let pre = self
                 .code()
                 .await
                 .map_err(|e| OfferError::Failed(e.to_string()))?;
-            offered::complete(&self.runtime, pre, &self.sandbox, prompt, argument, value).await
+            let sandbox = self.offer_sandbox(prompt, caller)?;
+            offered::complete(&self.runtime, pre, &sandbox, prompt, argument, value).await
         })
     }
 }

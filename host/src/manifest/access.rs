@@ -8,6 +8,8 @@ use std::num::NonZeroU32;
 
 use serde::Deserialize;
 
+use super::approval_mode::ApprovalMode;
+
 /// One `[[mcp.access]]` entry: the callers it matches, and what they may use.
 ///
 /// A caller (a request with a verified access token) matches an entry when its token grants
@@ -16,10 +18,20 @@ use serde::Deserialize;
 /// and no claims matches every verified caller. Without entries every caller may use
 /// everything, as before access rules existed.
 ///
+/// An entry with `approval = "always"` gives its tools on condition: each call waits until
+/// the client approves it (`host mcp` asks it, an elicitation). A call waits only when every
+/// entry that gives the caller the tool asks for approval; one that gives it without is
+/// enough to call it straight away.
+///
 /// ```toml
 /// [[mcp.access]]
 /// scopes = ["notes"]
 /// tools = ["notes_write", "notes_read"]
+///
+/// [[mcp.access]]
+/// scopes = ["notes:admin"]
+/// tools = ["notes_delete"]
+/// approval = "always"
 ///
 /// [[mcp.access]]
 /// claims = { groups = "admins" }
@@ -47,6 +59,10 @@ pub struct AccessRule {
     /// `resources/list` and `resources/templates/list` show them; `*` is every resource.
     #[serde(default)]
     pub resources: BTreeSet<String>,
+    /// Whether the matched callers' calls of these tools wait for the client's approval:
+    /// `"always"`, or `"never"` (the default).
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
 }
 
 /// What stands for "everything" in an entry's `tools`, `prompts` or `resources`.
@@ -67,14 +83,16 @@ pub const EVERY: &str = "*";
 #[serde(deny_unknown_fields)]
 pub struct PerCallerLimits {
     /// The requests a second each caller may make, sustained (a token bucket refilled at
-    /// this rate); past it a request is answered 429 with `Retry-After`.
+    /// this rate); past it a request waits for its caller's next turn (up to half a second),
+    /// then is answered 429 with `Retry-After`.
     #[serde(default)]
     pub rate: Option<NonZeroU32>,
     /// How many requests a caller may make at once after a quiet spell (the bucket's size);
     /// the rate when not given.
     #[serde(default)]
     pub burst: Option<NonZeroU32>,
-    /// How many `tools/call`s of one caller may run at once; past it a call is answered 429.
+    /// How many `tools/call`s of one caller may run at once; past it a call waits for one of
+    /// its caller's to end (up to half a second), then is answered 429.
     #[serde(default)]
     pub calls: Option<NonZeroU32>,
 }

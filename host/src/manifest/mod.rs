@@ -80,6 +80,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub mod access;
+mod approval_mode;
 pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
@@ -88,12 +89,11 @@ pub mod resource_server;
 mod sections;
 
 pub use access::{AccessRule, PerCallerLimits};
+pub use approval_mode::ApprovalMode;
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};
-pub use sections::{
-    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions,
-};
+pub use sections::{ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions};
 
 use crate::sandbox::{Grants, LimitsConfig};
 

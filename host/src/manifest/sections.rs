@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::access::{AccessRule, PerCallerLimits};
+use super::approval_mode::ApprovalMode;
 use super::resource_server::ResourceServerSection;
 use crate::spec::ToolAnnotations;
 
@@ -91,16 +92,6 @@ pub enum OnError {
     ToModel,
     /// The run ends with the error.
     FailRun,
-}
-
-/// Whether calls of one tool wait for approval, over the `[approval] ask_for` rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalMode {
-    /// Every call waits for approval.
-    Always,
-    /// No call does, whatever the rules say.
-    Never,
 }
 
 /// What a tool may hold that makes its calls wait for approval, in an `[approval] ask_for`

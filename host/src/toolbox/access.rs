@@ -17,6 +17,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::caller::Caller;
+use crate::manifest::ApprovalMode;
 use crate::manifest::access::{AccessRule, EVERY};
 use crate::offers::Offers;
 use crate::toolbox::Catalog;
@@ -36,6 +37,9 @@ pub enum Allowed {
     Only {
         /// Tool names (or `*`).
         tools: BTreeSet<String>,
+        /// The tools (or `*`) an entry gives without asking for approval: a call of any
+        /// other tool waits for the client's approval.
+        unasked: BTreeSet<String>,
         /// Prompt names (or `*`).
         prompts: BTreeSet<String>,
         /// Resource URIs and URI templates (or `*`).
@@ -61,14 +65,18 @@ impl Access {
         let Some(caller) = caller.filter(|_| !self.is_open()) else {
             return Allowed::Everything;
         };
-        let (mut tools, mut prompts, mut resources) = Default::default();
+        let (mut tools, mut unasked, mut prompts, mut resources) = Default::default();
         for rule in self.rules.iter().filter(|rule| matches(rule, caller)) {
             extend(&mut tools, &rule.tools);
+            if rule.approval != Some(ApprovalMode::Always) {
+                extend(&mut unasked, &rule.tools);
+            }
             extend(&mut prompts, &rule.prompts);
             extend(&mut resources, &rule.resources);
         }
         Allowed::Only {
             tools,
+            unasked,
             prompts,
             resources,
         }
@@ -128,6 +136,15 @@ impl Allowed {
         match self {
             Self::Everything => true,
             Self::Only { tools, .. } => holds(tools, name),
+        }
+    }
+
+    /// Whether the caller's calls of the tool `name` wait for its approval: every entry that
+    /// gives it the tool asks for approval (`approval = "always"`).
+    pub fn needs_approval(&self, name: &str) -> bool {
+        match self {
+            Self::Everything => false,
+            Self::Only { unasked, .. } => self.tool(name) && !holds(unasked, name),
         }
     }
 
@@ -257,6 +274,36 @@ mod tests {
         assert!(!stranger.tool("notes_read") && !stranger.tool("clock"));
         // The operator (no verified caller) is not restricted.
         assert_eq!(access.allowed(None), Allowed::Everything);
+    }
+
+    #[test]
+    fn a_call_waits_for_approval_only_when_every_entry_giving_the_tool_asks_for_it() {
+        let access = rules(
+            r#"
+            [[access]]
+            scopes = ["notes"]
+            tools = ["notes_read"]
+            [[access]]
+            claims = { groups = "staff" }
+            tools = ["*"]
+            approval = "always"
+            [[access]]
+            claims = { groups = "admins" }
+            tools = ["shell"]
+            approval = "never"
+            "#,
+        );
+        let staff = access.allowed(Some(&caller("alice", &[], &["staff"])));
+        assert!(staff.needs_approval("notes_read") && staff.needs_approval("shell"));
+        // Another entry gives notes_read without asking.
+        let reader = access.allowed(Some(&caller("bob", &["notes"], &["staff"])));
+        assert!(!reader.needs_approval("notes_read") && reader.needs_approval("shell"));
+        let admin = access.allowed(Some(&caller("root", &[], &["staff", "admins"])));
+        assert!(!admin.needs_approval("shell") && admin.needs_approval("notes_read"));
+        // A tool the caller may not use at all is not one it could approve.
+        let stranger = access.allowed(Some(&caller("eve", &["notes"], &[])));
+        assert!(!stranger.needs_approval("shell") && !stranger.tool("shell"));
+        assert!(!access.allowed(None).needs_approval("shell"));
     }
 
     #[test]

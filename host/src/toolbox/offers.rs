@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::Toolbox;
+use crate::caller::Caller;
 use crate::offers::{OfferError, Offers, PromptInput, PromptOutcome, ResourceContents};
 use crate::source::ToolSource;
 
@@ -49,14 +50,25 @@ impl Toolbox {
         all
     }
 
-    /// Reads resource `uri` at the source that has it (see [`resource_source`]).
+    /// Reads resource `uri` at the source that has it (see [`resource_source`]), for the
+    /// operator (no caller: a directory granted per caller is not there).
     ///
     /// [`resource_source`]: Self::resource_source
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<ResourceContents>, OfferError> {
+        self.read_resource_for(uri, None).await
+    }
+
+    /// Reads resource `uri` for `caller`: the source's directories granted per caller are
+    /// the caller's own, as in its calls.
+    pub async fn read_resource_for(
+        &self,
+        uri: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Vec<ResourceContents>, OfferError> {
         let source = self
             .resource_source(uri)
             .ok_or_else(|| OfferError::NotFound(self.no_resource(uri)))?;
-        source.read_resource(uri).await
+        source.read_resource(uri, caller).await
     }
 
     /// The source whose resource `uri` is: the first that lists it, else the first with a
@@ -76,10 +88,22 @@ impl Toolbox {
         arguments: &BTreeMap<String, String>,
         input: &PromptInput,
     ) -> Result<PromptOutcome, OfferError> {
+        self.get_prompt_for(name, arguments, input, None).await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) for `caller`, whose directories per caller the
+    /// prompt's source gets.
+    pub async fn get_prompt_for(
+        &self,
+        name: &str,
+        arguments: &BTreeMap<String, String>,
+        input: &PromptInput,
+        caller: Option<&Caller>,
+    ) -> Result<PromptOutcome, OfferError> {
         let source = self
             .offering(|offers| offers.has_prompt(name))
             .ok_or_else(|| OfferError::NotFound(self.no_prompt(name)))?;
-        source.get_prompt(name, arguments, input).await
+        source.get_prompt(name, arguments, input, caller).await
     }
 
     /// Values completing `value` for argument `argument` of prompt `prompt`.
@@ -89,10 +113,22 @@ impl Toolbox {
         argument: &str,
         value: &str,
     ) -> Result<Vec<String>, OfferError> {
+        self.complete_for(prompt, argument, value, None).await
+    }
+
+    /// [`complete`](Self::complete) for `caller`, whose directories per caller the prompt's
+    /// source gets.
+    pub async fn complete_for(
+        &self,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Vec<String>, OfferError> {
         let source = self
             .offering(|offers| offers.has_prompt(prompt))
             .ok_or_else(|| OfferError::NotFound(self.no_prompt(prompt)))?;
-        source.complete(prompt, argument, value).await
+        source.complete(prompt, argument, value, caller).await
     }
 
     fn offering(&self, has: impl Fn(&Offers) -> bool) -> Option<&Arc<dyn ToolSource>> {

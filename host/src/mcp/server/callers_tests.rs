@@ -20,8 +20,8 @@ use super::options::HttpServerOptions;
 use super::router::Router;
 use crate::caller::Caller;
 use crate::host::Host;
-use crate::manifest::McpConfig;
 use crate::manifest::access::AccessRule;
+use crate::manifest::{ApprovalMode, McpConfig};
 use crate::native_tools::NativeTools;
 use crate::source::CallContext;
 
@@ -33,7 +33,8 @@ const TEST_CALLER: &str = "x-test-caller";
 struct Nothing {}
 
 /// A host with three tools (`whoami` says who the call's caller is), and access rules:
-/// `notes` scope -> `notes_read` and `whoami`; the `admins` group -> everything.
+/// `notes` scope -> `notes_read` and `whoami`; the `admins` group -> everything; `reset`
+/// scope -> `admin_reset`, each call on approval.
 async fn host() -> Arc<Host> {
     let tools = NativeTools::new("app")
         .tool_with_context(
@@ -59,10 +60,15 @@ async fn host() -> Arc<Host> {
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
         ..AccessRule::default()
     };
+    let on_approval = AccessRule {
+        approval: Some(ApprovalMode::Always),
+        ..rule(&["reset"], None, &["admin_reset"])
+    };
     let mcp = McpConfig {
         access: vec![
             rule(&["notes"], None, &["notes_read", "whoami"]),
             rule(&[], Some("admins"), &["*"]),
+            on_approval,
         ],
         ..McpConfig::default()
     };
@@ -132,6 +138,11 @@ struct Client {
 impl Client {
     /// A session opened as `caller` (`initialize` and `notifications/initialized`).
     async fn open(url: &str, caller: Option<&str>) -> Self {
+        Self::open_with(url, caller, json!({})).await
+    }
+
+    /// A session opened as `caller`, whose client declares `capabilities`.
+    async fn open_with(url: &str, caller: Option<&str>, capabilities: Value) -> Self {
         let mut client = Self {
             url: url.to_owned(),
             caller: caller.map(str::to_owned),
@@ -139,7 +150,7 @@ impl Client {
         };
         let params = json!({
             "protocolVersion": "2025-11-25",
-            "capabilities": {},
+            "capabilities": capabilities,
             "clientInfo": { "name": "callers-tests", "version": "0" },
         });
         let (status, headers, _) = client.post(json!(0), "initialize", params).await;
@@ -164,9 +175,15 @@ impl Client {
     }
 
     async fn send(&self, body: &Value) -> (u16, http::HeaderMap, String) {
-        let http = reqwest::Client::builder().no_proxy().build();
-        let mut request = http
-            .expect("an HTTP client")
+        let response = self.request(body).send().await.expect("an answer");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.expect("a body"))
+    }
+
+    /// The POST of `body` in this session, as this caller.
+    fn request(&self, body: &Value) -> reqwest::RequestBuilder {
+        let mut request = http()
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -177,14 +194,7 @@ impl Client {
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session);
         }
-        let response = request
-            .body(body.to_string())
-            .send()
-            .await
-            .expect("an answer");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        (status, headers, response.text().await.expect("a body"))
+        request.body(body.to_string())
     }
 
     async fn post(&self, id: Value, method: &str, params: Value) -> (u16, http::HeaderMap, Value) {
@@ -214,6 +224,58 @@ impl Client {
         let params = json!({ "name": tool, "arguments": {} });
         self.post(json!(2), "tools/call", params).await.2
     }
+}
+
+/// A `tools/call` of `tool` on the stateless revision (2026-07-28) as `caller`, with `more`
+/// params (`inputResponses`, `requestState`), from a client that declares `elicitation`
+/// when `can_elicit`: its answer.
+async fn stateless_call(
+    url: &str,
+    caller: &str,
+    tool: &str,
+    more: Value,
+    can_elicit: bool,
+) -> Value {
+    let capabilities = if can_elicit {
+        json!({ "elicitation": {} })
+    } else {
+        json!({})
+    };
+    let mut params = json!({
+        "name": tool,
+        "arguments": {},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+    });
+    for (key, value) in more.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params });
+    let response = http()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .header(TEST_CALLER, caller)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("an answer");
+    let text = response.text().await.expect("a body");
+    (messages(&text).into_iter())
+        .find(|message| message.get("id") == Some(&json!(9)))
+        .unwrap_or(Value::String(text))
+}
+
+/// An HTTP client on the host's TLS set-up (its crypto provider installed).
+fn http() -> reqwest::Client {
+    crate::tls::install_crypto_provider();
+    let client = reqwest::Client::builder().no_proxy().build();
+    client.expect("an HTTP client")
 }
 
 /// The JSON-RPC messages of a body: one JSON value, or the `data:` of each SSE event.
@@ -293,4 +355,193 @@ async fn a_session_serves_only_the_caller_that_opened_it() {
     // of `identity`; here the session still serves alice.
     let (status, _) = list(alice.as_caller(Some("alice notes"))).await;
     assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_call_its_callers_entry_gives_on_approval_waits_for_the_clients() {
+    let url = serve(host().await).await;
+    let carol = "carol reset";
+    let asked = stateless_call(&url, carol, "admin_reset", json!({}), true).await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let question = &asked["result"]["inputRequests"]["toolhost/approval"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`admin_reset`"), "{message}");
+    let state = asked["result"]["requestState"].clone();
+    let answer = |action: &str| {
+        json!({
+            "inputResponses": { "toolhost/approval": { "action": action, "content": {} } },
+            "requestState": state,
+        })
+    };
+
+    // Declined: the tool does not run.
+    let declined = stateless_call(&url, carol, "admin_reset", answer("decline"), true).await;
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    let text = declined["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("`decline`"), "{text}");
+    // An accept without the server's question (no state) approves nothing: asked again.
+    let mut unasked = answer("accept");
+    unasked
+        .as_object_mut()
+        .map(|params| params.remove("requestState"));
+    let again = stateless_call(&url, carol, "admin_reset", unasked, true).await;
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    // Carol's question, answered by another caller with the same rights: refused.
+    let other = stateless_call(&url, "dave reset", "admin_reset", answer("accept"), true).await;
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    // Accepted: it runs.
+    let accepted = stateless_call(&url, carol, "admin_reset", answer("accept"), true).await;
+    assert_eq!(
+        accepted["result"]["content"][0]["text"], "reset",
+        "{accepted}"
+    );
+
+    // An admin's entry gives the same tool without approval: not asked.
+    let root = stateless_call(&url, "root other admins", "admin_reset", json!({}), true).await;
+    assert_eq!(root["result"]["content"][0]["text"], "reset", "{root}");
+    // A client that cannot be asked is told the capability it lacks; the tool does not run.
+    let mute = stateless_call(&url, carol, "admin_reset", json!({}), false).await;
+    assert_eq!(mute["error"]["code"], -32021, "{mute}");
+    assert!(
+        mute["error"]["data"]["requiredCapabilities"]
+            .get("elicitation")
+            .is_some(),
+        "{mute}"
+    );
+}
+
+/// Arguments whose `region` travels in an `Mcp-Param-Region` header too (SEP-2243).
+#[derive(Deserialize, JsonSchema)]
+struct InRegion {
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+#[tokio::test]
+async fn a_tools_header_rules_do_not_give_away_a_tool_the_caller_may_not_use() {
+    let tools = NativeTools::new("app").tool(
+        "region_report",
+        "Reports on a region.",
+        async |args: InRegion| Ok::<_, String>(format!("report on {}", args.region)),
+    );
+    let mcp = McpConfig {
+        access: vec![AccessRule {
+            claims: [("groups".to_owned(), "admins".to_owned())].into(),
+            tools: ["*".to_owned()].into(),
+            ..AccessRule::default()
+        }],
+        ..McpConfig::default()
+    };
+    let host = Host::builder().native(tools).mcp(mcp).build().await;
+    let url = serve(Arc::new(host.unwrap_or_else(|e| panic!("{e}")))).await;
+    // No `Mcp-Param-Region` header: rmcp refuses a call of the tool before it reaches the
+    // server, for a caller who may use it.
+    let eu = json!({ "arguments": { "region": "eu" } });
+    let admin = "root other admins";
+    let refused = stateless_call(&url, admin, "region_report", eu.clone(), false).await;
+    assert!(
+        refused.to_string().contains("Mcp-Param-Region"),
+        "{refused}"
+    );
+    // For one who may not, the tool is unknown, as one there is not: its header rules too.
+    let hidden = stateless_call(&url, "alice notes", "region_report", eu.clone(), false).await;
+    let missing = stateless_call(&url, "alice notes", "region_reporx", eu, false).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    assert_eq!(
+        hidden.to_string().replace("region_report", "region_reporx"),
+        missing.to_string()
+    );
+}
+
+/// The next JSON-RPC message on the SSE stream `answer`, read on from `buffer`.
+async fn next_message(answer: &mut reqwest::Response, buffer: &mut String) -> Value {
+    loop {
+        if let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if let Some(message) = messages(&event).into_iter().next() {
+                return message;
+            }
+            continue;
+        }
+        let chunk = answer.chunk().await.expect("the stream").expect("more");
+        buffer.push_str(std::str::from_utf8(&chunk).expect("UTF-8"));
+    }
+}
+
+#[tokio::test]
+async fn in_a_session_the_server_asks_the_client_for_approval_and_waits() {
+    let url = serve(host().await).await;
+    let can_elicit = json!({ "elicitation": {} });
+    let carol = Client::open_with(&url, Some("carol reset"), can_elicit).await;
+    for (id, action, ran) in [(5, "decline", false), (6, "accept", true)] {
+        let params = json!({ "name": "admin_reset", "arguments": {} });
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        let mut answer = carol.request(&call).send().await.expect("an answer");
+        let mut buffer = String::new();
+        // The question comes first, on the call's own stream; the call waits for the answer.
+        let question = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("`admin_reset`"), "{message}");
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": question["id"],
+            "result": { "action": action, "content": {} },
+        });
+        let (status, _, _) = carol.send(&reply).await;
+        assert_eq!(status, 202);
+        let result = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(result["id"], id, "{result}");
+        let text = result["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        if ran {
+            assert_eq!(text, "reset", "{result}");
+        } else {
+            assert_eq!(result["result"]["isError"], true, "{result}");
+            assert!(text.contains("`decline`"), "{result}");
+        }
+    }
+    // A session whose client declared no elicitation cannot be asked: refused, not run.
+    let mute = Client::open(&url, Some("carol reset")).await;
+    let refused = mute.call("admin_reset").await;
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}
+
+#[tokio::test]
+async fn a_caller_past_its_rate_is_answered_429_over_http_and_the_others_are_not() {
+    let limits = crate::manifest::PerCallerLimits {
+        rate: std::num::NonZeroU32::new(1),
+        burst: std::num::NonZeroU32::new(2),
+        calls: None,
+    };
+    let mcp = McpConfig {
+        per_caller: limits,
+        ..McpConfig::default()
+    };
+    let tools = NativeTools::new("app").tool("noop", "Does nothing.", async |_: Nothing| {
+        Ok::<_, String>(String::new())
+    });
+    let host = Host::builder().native(tools).mcp(mcp).build().await;
+    let url = serve(Arc::new(host.unwrap_or_else(|e| panic!("{e}")))).await;
+    // `initialize` and `notifications/initialized` take alice's burst; her next turn is a
+    // second away, past the longest wait in her line.
+    let alice = Client::open(&url, Some("alice notes")).await;
+    let (status, headers, answer) = alice.post(json!(41), "tools/list", json!({})).await;
+    assert_eq!(status, 429, "{answer}");
+    let retry = headers.get("retry-after").and_then(|v| v.to_str().ok());
+    assert!(
+        retry
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|s| s >= 1),
+        "{retry:?}"
+    );
+    assert_eq!(answer["id"], 41, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    // Bob has an allowance of his own.
+    let bob = Client::open(&url, Some("bob notes")).await;
+    assert!(bob.session.is_some());
 }

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
+use super::approval::{self, Approval};
 use super::asking::{self, Asking, Ended, Input, Kind, Round};
 use super::identity;
 use super::reports::{self, Notification, Report};
@@ -109,6 +110,19 @@ impl McpServer {
             let ended = Finished::refused(error);
             return audited(&host, &call, ended, std::time::Duration::ZERO);
         }
+        // A call the caller's access entries give only on approval waits for the client's.
+        let needs_approval = allowed.needs_approval(name);
+        if needs_approval {
+            let ended = match approval::decide(&mut call.input, name, call.arguments) {
+                Approval::Given => None,
+                Approval::Ask(question) => Some(Finished::asking(question)),
+                Approval::Refused(action) => Some(Finished::not_approved(name, &action)),
+            };
+            if let Some(ended) = ended {
+                span.record("outcome", ended.outcome);
+                return audited(&host, &call, ended, std::time::Duration::ZERO);
+            }
+        }
         let context = Self::context(&host, &mut call);
         let started = Instant::now();
         let outcome = tokio::select! {
@@ -119,13 +133,17 @@ impl McpServer {
             }
         };
         let duration = started.elapsed();
-        let ended = match outcome {
+        let mut ended = match outcome {
             Some(Err(CallError::UnknownTool { name, available })) => {
                 // The tools changed between the look-up and the call.
                 Finished::refused(unknown_tool(&name, &names(available)))
             }
             outcome => Finished::of(name, outcome, &served, call.level),
         };
+        if needs_approval {
+            // What the approved tool asks next comes back approved.
+            ended.answer.asked = ended.answer.asked.map(approval::keep_approved);
+        }
         let outcome = ended.outcome;
         span.record("outcome", outcome);
         if outcome == "input_required" {
@@ -261,6 +279,36 @@ impl Finished {
             outcome: "unknown_tool",
             error: Some(error.message.to_string()),
             answer: Answer::error(error),
+        }
+    }
+
+    /// A call that asks for its approval before it runs.
+    fn asking(question: InputRequired) -> Self {
+        Self {
+            outcome: "input_required",
+            error: None,
+            answer: Answer {
+                logs: Vec::new(),
+                result: Ok(CallToolResult::success(Vec::new())),
+                asked: Some(question),
+            },
+        }
+    }
+
+    /// A call of `name` the client did not approve (it answered `action`): it did not run.
+    fn not_approved(name: &str, action: &str) -> Self {
+        let text = format!(
+            "the call of `{}` did not run: it needs approval, and the client answered              `{action}` when asked",
+            shortened(name)
+        );
+        Self {
+            outcome: "rejected",
+            error: Some(text.clone()),
+            answer: Answer {
+                logs: Vec::new(),
+                result: Ok(error_result(text)),
+                asked: None,
+            },
         }
     }
 

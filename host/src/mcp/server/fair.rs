@@ -1,7 +1,14 @@
 //! Each caller's fair share of `host mcp --http` (`[mcp.per_caller]`): a token bucket of
 //! requests and a cap on tool calls running at once, per caller, so that one caller flooding
-//! the server is refused (HTTP 429 with `Retry-After`, and a JSON-RPC error with the request's
-//! id) while the others are served as before.
+//! the server is held back while the others are served as before.
+//!
+//! Each caller has a line of its own: a request past its caller's rate, or a call past its
+//! caller's cap, waits there (up to [`MAX_WAIT`]) for its caller's next turn, and only then is
+//! refused (HTTP 429 with `Retry-After`, and a JSON-RPC error with the request's id). A
+//! flooding client that does not honour `Retry-After` is so paced at its own allowance instead
+//! of spinning on refusals that would take turns from the others; no caller ever waits behind
+//! another's requests. The check comes right after the token's and the body's JSON parse,
+//! before any other work.
 //!
 //! Callers are told apart by [`identity::caller_key`](super::identity::caller_key) (issuer and
 //! subject); requests without a verified caller share one allowance. The tables of callers are
@@ -21,6 +28,7 @@ use http_body_util::BodyExt as _;
 use http_body_util::Full;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use super::lock;
 use super::service::ResponseBody;
@@ -48,6 +56,9 @@ struct InFlight {
     callers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
+/// The longest a request waits in its caller's line before it is refused.
+pub(super) const MAX_WAIT: Duration = Duration::from_millis(500);
+
 /// What lets a request through: for a tool call, its place among its caller's calls, held
 /// until its answer has been sent.
 pub(super) struct Admitted(Option<OwnedSemaphorePermit>);
@@ -66,26 +77,31 @@ impl FairShare {
         Self { requests, calls }
     }
 
-    /// Lets a request of the caller `key` through, or answers it 429 (`id`: the request's, if
-    /// it is a request); a `tools/call` (`is_call`) also takes a place among its caller's
-    /// calls.
-    pub(super) fn admit(
+    /// Lets a request of the caller `key` through, once its caller's allowance has room for
+    /// it (waiting up to [`MAX_WAIT`] in the caller's line), or answers it 429 (`id`: the
+    /// request's, if it is a request); a `tools/call` (`is_call`) also takes a place among
+    /// its caller's calls.
+    pub(super) async fn admit(
         &self,
         key: &str,
         is_call: bool,
         id: Option<&Value>,
     ) -> Result<Admitted, Box<Response<ResponseBody>>> {
+        let deadline = Instant::now() + MAX_WAIT;
         if let Some(requests) = &self.requests {
             let key = tracked(key, requests);
-            if let Err(refused) = requests.check_key(&key) {
+            while let Err(refused) = requests.check_key(&key) {
                 let wait = refused.wait_time_from(requests.clock().now());
-                let message = "too many requests from this caller ([mcp.per_caller] rate); \
-                               try again after the time Retry-After says";
-                return Err(Box::new(too_many(wait, message, id)));
+                if Instant::now() + wait > deadline {
+                    let message = "too many requests from this caller ([mcp.per_caller] rate); \
+                                   try again after the time Retry-After says";
+                    return Err(Box::new(too_many(wait, message, id)));
+                }
+                tokio::time::sleep(wait).await;
             }
         }
         let permit = match (&self.calls, is_call) {
-            (Some(calls), true) => Some(calls.enter(key).ok_or_else(|| {
+            (Some(calls), true) => Some(calls.enter(key, deadline).await.ok_or_else(|| {
                 let message = format!(
                     "this caller has {} tool calls running, the most it may ([mcp.per_caller] \
                      calls); try again when one has finished",
@@ -113,8 +129,9 @@ fn tracked(key: &str, requests: &DefaultKeyedRateLimiter<String>) -> String {
 }
 
 impl InFlight {
-    /// A place among `key`'s calls, if it has one free.
-    fn enter(&self, key: &str) -> Option<OwnedSemaphorePermit> {
+    /// A place among `key`'s calls, once one is free (in the order they were asked for), if
+    /// before `deadline`.
+    async fn enter(&self, key: &str, deadline: Instant) -> Option<OwnedSemaphorePermit> {
         let semaphore = {
             let mut callers = lock(&self.callers);
             if callers.len() >= MAX_CALLERS && !callers.contains_key(key) {
@@ -132,7 +149,8 @@ impl InFlight {
                 .or_insert_with(|| Arc::new(Semaphore::new(cap)))
                 .clone()
         };
-        semaphore.try_acquire_owned().ok()
+        let place = tokio::time::timeout_at(deadline, semaphore.acquire_owned()).await;
+        place.ok()?.ok()
     }
 }
 
@@ -189,14 +207,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_caller_past_its_burst_is_refused_and_the_others_are_not() {
+    #[tokio::test]
+    async fn a_caller_past_its_burst_is_refused_and_the_others_are_not() {
         let fair = FairShare::new(&limits(1, 3, 0));
         for _ in 0..3 {
-            assert!(fair.admit("flooder", false, None).is_ok());
+            assert!(fair.admit("flooder", false, None).await.is_ok());
         }
+        // Its next turn is a second away, past the longest wait: refused at once.
         let refused = fair
             .admit("flooder", false, Some(&json!(7)))
+            .await
             .err()
             .expect("past the burst");
         assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
@@ -205,46 +225,77 @@ mod tests {
             .and_then(|value| value.parse().ok())
             .expect("a Retry-After in seconds");
         assert!(retry >= 1);
+        let body = refused
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
+        let body: Value = serde_json::from_slice(&body).expect("JSON-RPC");
+        assert_eq!(
+            (body["id"].clone(), body["error"]["code"].clone()),
+            (json!(7), json!(TOO_MANY))
+        );
         // Another caller still has its whole burst.
         for _ in 0..3 {
-            assert!(fair.admit("quiet", false, None).is_ok());
+            assert!(fair.admit("quiet", false, None).await.is_ok());
         }
     }
 
-    #[test]
-    fn a_callers_calls_past_its_cap_are_refused_until_one_ends() {
-        let fair = FairShare::new(&limits(0, 0, 2));
+    #[tokio::test]
+    async fn a_request_whose_turn_is_near_waits_for_it_in_its_callers_line() {
+        // 100 a second, one at a time: the second request's turn is 10 ms away.
+        let fair = FairShare::new(&limits(100, 1, 0));
+        assert!(fair.admit("steady", false, None).await.is_ok());
+        assert!(fair.admit("steady", false, None).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_callers_calls_past_its_cap_wait_their_turn_or_are_refused() {
+        let fair = Arc::new(FairShare::new(&limits(0, 0, 2)));
         let (Ok(first), Ok(_second)) = (
-            fair.admit("alice", true, None),
-            fair.admit("alice", true, None),
+            fair.admit("alice", true, None).await,
+            fair.admit("alice", true, None).await,
         ) else {
             panic!("two places");
         };
-        assert!(fair.admit("alice", true, None).is_err());
+        // No place frees up within the longest wait: refused.
+        assert!(fair.admit("alice", true, None).await.is_err());
         // Other requests of alice's, and bob's calls, are not held back.
-        assert!(fair.admit("alice", false, None).is_ok());
-        assert!(fair.admit("bob", true, None).is_ok());
-        // The place is held until the answer is dropped.
+        assert!(fair.admit("alice", false, None).await.is_ok());
+        assert!(fair.admit("bob", true, None).await.is_ok());
+        // A third call waits in alice's line; the place is held until the answer is dropped.
         let answer = first.hold(Response::new(Full::new(Bytes::new()).boxed()));
-        assert!(fair.admit("alice", true, None).is_err());
+        let waiting = tokio::spawn({
+            let fair = fair.clone();
+            async move { fair.admit("alice", true, None).await.is_ok() }
+        });
+        tokio::time::sleep(MAX_WAIT / 2).await;
+        assert!(
+            !waiting.is_finished(),
+            "it waits while both places are held"
+        );
         drop(answer);
-        assert!(fair.admit("alice", true, None).is_ok());
+        assert!(
+            waiting.await.expect("the waiting call"),
+            "it gets the freed place"
+        );
     }
 
-    #[test]
-    fn nothing_is_limited_by_default() {
+    #[tokio::test]
+    async fn nothing_is_limited_by_default() {
         let fair = FairShare::new(&PerCallerLimits::default());
         for _ in 0..1000 {
-            assert!(fair.admit("anyone", true, None).is_ok());
+            assert!(fair.admit("anyone", true, None).await.is_ok());
         }
     }
 
-    #[test]
-    fn a_flood_of_new_callers_is_bounded() {
+    #[tokio::test]
+    async fn a_flood_of_new_callers_is_bounded() {
         let fair = FairShare::new(&limits(1, 1, 1));
         let mut held = Vec::new();
         for n in 0..MAX_CALLERS + 50 {
-            if let Ok(admitted) = fair.admit(&format!("caller-{n}"), true, None) {
+            if let Ok(admitted) = fair.admit(&format!("caller-{n}"), true, None).await {
                 held.push(admitted);
             }
         }

@@ -7,6 +7,7 @@
 //! handlers in the request context's extensions. Nothing else sets it: no header names an
 //! identity. stdio and a static bearer token have none (the operator).
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
@@ -19,6 +20,24 @@ use crate::caller::Caller;
 /// The verified caller of the request `cx` answers, if the HTTP front verified one.
 pub(super) fn caller_of(cx: &RequestContext<RoleServer>) -> Option<Arc<Caller>> {
     caller_in(&cx.extensions)
+}
+
+tokio::task_local! {
+    /// The verified caller of the HTTP request rmcp is handling, while it handles it: for
+    /// what rmcp asks of the server without a request context (`get_tool`).
+    static REQUEST_CALLER: Option<Arc<Caller>>;
+}
+
+/// Runs `handling` (rmcp handling an HTTP request) with `caller` as its
+/// [`request_caller`].
+pub(super) async fn handled_for<F: Future>(caller: Option<Arc<Caller>>, handling: F) -> F::Output {
+    REQUEST_CALLER.scope(caller, handling).await
+}
+
+/// The verified caller of the HTTP request being handled, if there is one (none on stdio,
+/// or outside [`handled_for`]).
+pub(super) fn request_caller() -> Option<Arc<Caller>> {
+    REQUEST_CALLER.try_with(Clone::clone).ok().flatten()
 }
 
 /// The verified caller among a handler's `extensions`: in the HTTP request's parts.
@@ -42,7 +61,12 @@ pub(super) fn caller_key(caller: Option<&Caller>) -> String {
     // A separator no issuer URL holds, so that ("ab", "c") and ("a", "bc") differ.
     hash.update([0]);
     hash.update(caller.subject.as_bytes());
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    let mut key = String::with_capacity(64);
+    for byte in hash.finalize() {
+        // Writing to a String cannot fail.
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
 }
 
 #[cfg(test)]

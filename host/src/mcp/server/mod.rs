@@ -39,6 +39,7 @@
 // is still what clients speak.
 #![allow(deprecated)]
 
+mod approval;
 mod asking;
 pub mod auth;
 #[cfg(test)]
@@ -80,6 +81,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::watch;
 use tokio_util::task::TaskTracker;
 
+use crate::caller::Caller;
 use crate::host::Host;
 
 pub use http::serve_http;
@@ -191,6 +193,15 @@ impl McpServer {
 
     /// What the sources offer besides tools that the caller of `cx` may use (see
     /// [`Allowed::offers`](crate::toolbox::access::Allowed::offers)), once loaded.
+    /// Whether `caller` may read the resource `uri` (one of a template included); before the
+    /// tools are loaded, any (nothing is served then).
+    pub(super) fn may_read_resource(&self, caller: &Caller, uri: &str) -> bool {
+        let Some(served) = self.served() else {
+            return true;
+        };
+        (served.access.allowed(Some(caller)).offers(&served.offers)).has_resource(uri)
+    }
+
     async fn offers_for(&self, cx: &RequestContext<RoleServer>) -> crate::offers::Offers {
         let served = self.loaded_served().await;
         let allowed = served.access.allowed(identity::caller_of(cx).as_deref());
@@ -306,8 +317,17 @@ impl ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    /// rmcp asks without the request's context (to check a `tools/call`'s `Mcp-Param-*`
+    /// headers against the tool's schema): the HTTP front tells who the request is from
+    /// ([`identity::request_caller`]), and a tool the caller may not use is, here too, no
+    /// tool.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.served()?.get(name).cloned()
+        let served = self.served()?;
+        let caller = identity::request_caller();
+        if !served.access.allowed(caller.as_deref()).tool(name) {
+            return None;
+        }
+        served.get(name).cloned()
     }
 
     async fn initialize(
@@ -343,9 +363,15 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let host = self.loaded_host().await;
-        offers::read(&host, &self.offers_for(&cx).await, &request.uri)
-            .await
-            .map(Into::into)
+        let caller = identity::caller_of(&cx);
+        offers::read(
+            &host,
+            &self.offers_for(&cx).await,
+            &request.uri,
+            caller.as_deref(),
+        )
+        .await
+        .map(Into::into)
     }
 
     async fn list_prompts(
@@ -371,7 +397,14 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let host = self.loaded_host().await;
-        offers::complete(&host, &self.offers_for(&cx).await, request).await
+        let caller = identity::caller_of(&cx);
+        offers::complete(
+            &host,
+            &self.offers_for(&cx).await,
+            request,
+            caller.as_deref(),
+        )
+        .await
     }
 
     /// `subscriptions/listen` (revision 2026-07-28): the tools' list, which changes when the

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::asking::{Asking, Ended, Kind, Round};
 use super::{McpServer, content, identity};
+use crate::caller::Caller;
 use crate::host::Host;
 use crate::offers::{FilledPrompt, OfferError, Offers, PromptInput, PromptOutcome, Role};
 use crate::toolbox::{no_prompt, no_resource};
@@ -115,6 +116,7 @@ pub(super) async fn read(
     host: &Host,
     offers: &Offers,
     uri: &str,
+    caller: Option<&Caller>,
 ) -> Result<ReadResourceResult, ErrorData> {
     if offers.resources.is_empty() && offers.templates.is_empty() {
         return Err(not_offered::<rmcp::model::ReadResourceRequestMethod>());
@@ -125,7 +127,7 @@ pub(super) async fn read(
     }
     let contents = host
         .toolbox()
-        .read_resource(uri)
+        .read_resource_for(uri, caller)
         .await
         .map_err(|error| error_data(error, Some(uri)))?;
     let contents = contents
@@ -188,14 +190,15 @@ pub(super) async fn get(
     // The arguments as the state is sealed for: a map's JSON has its keys in order.
     let sealed_for = serde_json::to_string(&arguments)
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-    let caller = identity::caller_key(identity::caller_of(cx).as_deref());
+    let caller = identity::caller_of(cx);
+    let caller_key = identity::caller_key(caller.as_deref());
     let asking = Asking {
         kind: Kind::Prompt,
         name: &request.name,
         arguments: &sealed_for,
-        caller: &caller,
+        caller: &caller_key,
     };
-    let (name, arguments) = (request.name.as_str(), &arguments);
+    let (name, arguments, caller) = (request.name.as_str(), &arguments, &caller);
     let round = |input: super::asking::Input| async move {
         let input = PromptInput {
             input_responses: input.responses,
@@ -203,7 +206,7 @@ pub(super) async fn get(
         };
         let outcome = host
             .toolbox()
-            .get_prompt(name, arguments, &input)
+            .get_prompt_for(name, arguments, &input, caller.as_deref())
             .await
             .map_err(|error| error_data(error, None))?;
         Ok(match outcome {
@@ -242,6 +245,7 @@ pub(super) async fn complete(
     host: &Host,
     offers: &Offers,
     request: CompleteRequestParams,
+    caller: Option<&Caller>,
 ) -> Result<CompleteResult, ErrorData> {
     if offers.prompts.is_empty() {
         return Err(not_offered::<rmcp::model::CompleteRequestMethod>());
@@ -255,10 +259,11 @@ pub(super) async fn complete(
     }
     let values = host
         .toolbox()
-        .complete(
+        .complete_for(
             &prompt.name,
             &request.argument.name,
             &request.argument.value,
+            caller,
         )
         .await
         .map_err(|error| error_data(error, None))?;

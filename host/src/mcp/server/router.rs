@@ -194,6 +194,15 @@ impl Router {
                 return jsonrpc_error(StatusCode::BAD_REQUEST, &Refused::parse_error(&error));
             }
         };
+        // The caller's fair share first: a request past it costs a JSON parse, not the rest.
+        let method = (message.get("method").and_then(Value::as_str)).map(str::to_owned);
+        let method = method.as_deref();
+        let request_id = message.get("id").filter(|_| method.is_some()).cloned();
+        let admitted = match self.admit(&parts, method, request_id.as_ref()).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return *refused,
+        };
+        let (message, bytes) = self.callers_part(&parts, message, bytes);
         let read = match jsonrpc::read(message.clone()) {
             Ok(Some(read)) => read,
             // A notification rmcp cannot read gets no answer, as on stdio.
@@ -213,18 +222,12 @@ impl Router {
             }
         };
         let bytes = jsonrpc::as_rmcp_reads(bytes, &read);
-        let method = message.get("method").and_then(Value::as_str);
-        let request_id = message.get("id").filter(|_| method.is_some()).cloned();
         if request_id.is_some() && self.server.is_draining() {
             let refused = Refused::internal(
                 "the server is shutting down and takes no new requests".to_owned(),
             );
             return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
         }
-        let admitted = match self.admit(&parts, method, request_id.as_ref()) {
-            Ok(admitted) => admitted,
-            Err(refused) => return *refused,
-        };
         let request = Request::from_parts(parts, Full::new(bytes));
         let response =
             if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
@@ -235,8 +238,42 @@ impl Router {
         admitted.hold(response)
     }
 
-    /// Lets a request through within its caller's fair share, or answers it 429.
-    fn admit(
+    /// `message` (whose bytes are `bytes`) as its caller may send it: a
+    /// `subscriptions/listen` asks only for the resources the caller may read, the others
+    /// taken out as those there are not (the acknowledgment leaves out both alike). rmcp asks
+    /// the server which subscriptions it accepts without the request's context, hence here.
+    fn callers_part(
+        &self,
+        parts: &http::request::Parts,
+        mut message: Value,
+        bytes: Bytes,
+    ) -> (Value, Bytes) {
+        if message.get("method").and_then(Value::as_str) != Some("subscriptions/listen") {
+            return (message, bytes);
+        }
+        let Some(caller) = parts.extensions.get::<std::sync::Arc<Caller>>() else {
+            return (message, bytes);
+        };
+        let requested = message
+            .pointer_mut("/params/notifications/resourceSubscriptions")
+            .and_then(Value::as_array_mut);
+        let Some(uris) = requested else {
+            return (message, bytes);
+        };
+        let before = uris.len();
+        uris.retain(|uri| {
+            (uri.as_str()).is_none_or(|uri| self.server.may_read_resource(caller, uri))
+        });
+        if uris.len() == before {
+            return (message, bytes);
+        }
+        let bytes = Bytes::from(message.to_string());
+        (message, bytes)
+    }
+
+    /// Lets a request through within its caller's fair share (waiting for its caller's turn),
+    /// or answers it 429.
+    async fn admit(
         &self,
         parts: &http::request::Parts,
         method: Option<&str>,
@@ -248,7 +285,7 @@ impl Router {
         let fair = (self.fair).get_or_init(|| FairShare::new(&host.mcp_config().per_caller));
         let caller = parts.extensions.get::<std::sync::Arc<Caller>>();
         let key = identity::caller_key(caller.map(|caller| &**caller));
-        fair.admit(&key, method == Some("tools/call"), id)
+        fair.admit(&key, method == Some("tools/call"), id).await
     }
 
     /// An `initialize` that makes a session, unless there are as many as allowed.
@@ -288,7 +325,11 @@ impl Router {
             && request.headers().contains_key("mcp-session-id"))
         .then(|| request.headers().clone());
         let sending = request_id.as_ref().map(|_| self.answers.token());
-        let response = self.mcp.handle(request).await;
+        let caller = request
+            .extensions()
+            .get::<std::sync::Arc<Caller>>()
+            .cloned();
+        let response = identity::handled_for(caller, self.mcp.handle(request)).await;
         let Some(sending) = sending else {
             return response;
         };

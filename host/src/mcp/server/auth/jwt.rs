@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::keys::{ASYMMETRIC, Key, KeyCache, KeyError, KeySet};
+use super::verified::Verified;
 use crate::caller::Caller;
 
 /// Why a JWT is refused; the text is the `error_description` a client sees (never the token).
@@ -43,6 +44,7 @@ pub(super) enum JwtError {
 struct Claims {
     sub: String,
     iss: String,
+    exp: u64,
     #[serde(default)]
     client_id: Option<String>,
     #[serde(default)]
@@ -66,15 +68,23 @@ pub(super) struct Expected<'a> {
     pub leeway: Duration,
 }
 
-/// Checks `token`, a JWT access token, against `keys` and what it is `expected` to say.
+/// Checks `token`, a JWT access token, against `keys` and what it is `expected` to say:
+/// who it stands for, until when, and the key that says so.
 pub(super) async fn verify(
     token: &str,
     keys: &KeyCache,
     expected: &Expected<'_>,
-) -> Result<Caller, JwtError> {
+) -> Result<Verified, JwtError> {
     let header = header(token)?;
     let (key, set) = keys.key(header.kid.as_deref()).await?;
-    checked(token, &header, &key, &set, expected)
+    let (caller, exp) = checked(token, &header, &key, &set, expected)?;
+    Ok(Verified {
+        caller: std::sync::Arc::new(caller),
+        exp,
+        kid: header.kid,
+        key,
+        alg: header.alg,
+    })
 }
 
 /// The header of `token`, if it is an access token in an algorithm this server could accept.
@@ -91,14 +101,15 @@ pub(super) fn header(token: &str) -> Result<Header, JwtError> {
     Ok(header)
 }
 
-/// Checks `token` (whose `header` passed [`header`]) with `key`, one of `set`.
+/// Checks `token` (whose `header` passed [`header`]) with `key`, one of `set`: who it stands
+/// for, and its `exp`.
 pub(super) fn checked(
     token: &str,
     header: &Header,
     key: &Key,
     set: &KeySet,
     expected: &Expected<'_>,
-) -> Result<Caller, JwtError> {
+) -> Result<(Caller, u64), JwtError> {
     if !set.algorithms.contains(&header.alg) || key.alg.is_some_and(|alg| alg != header.alg) {
         return Err(JwtError::Algorithm(header.alg));
     }
@@ -110,7 +121,8 @@ pub(super) fn checked(
     validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
     let data =
         jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation).map_err(refused)?;
-    Ok(caller(data.claims))
+    let exp = data.claims.exp;
+    Ok((caller(data.claims), exp))
 }
 
 /// The refusal `error` from the JWT crate stands for.

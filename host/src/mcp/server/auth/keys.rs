@@ -40,6 +40,8 @@ pub(super) struct Key {
     pub decoding: DecodingKey,
     /// The algorithm the key set says it is for, when it says.
     pub alg: Option<Algorithm>,
+    /// The key as the key set publishes it, to tell whether a later key set still does.
+    jwk: Value,
 }
 
 /// The keys held, by key id, and the algorithms the issuer announces.
@@ -63,6 +65,25 @@ impl KeySet {
             }
             None => None,
         }
+    }
+
+    /// This set, holding on to each key of `previous` it publishes unchanged (the very same
+    /// `Arc`), so that whatever rests on a key ([`KeyCache::trusts`]) outlives a fetch that
+    /// brings it again, and not one that drops or replaces it.
+    fn keeping(mut self, previous: &KeySet) -> Self {
+        for (kid, key) in &mut self.keys {
+            if let Some(old) = previous.keys.get(kid)
+                && old.jwk == key.jwk
+            {
+                *key = old.clone();
+            }
+        }
+        for key in &mut self.unnamed {
+            if let Some(old) = previous.unnamed.iter().find(|old| old.jwk == key.jwk) {
+                *key = old.clone();
+            }
+        }
+        self
     }
 }
 
@@ -149,6 +170,18 @@ impl KeyCache {
         }
     }
 
+    /// Whether `key`, which `kid` named, is still the one the key set holds under that id, for
+    /// an algorithm the issuer still announces, in a key set fetched within the hour: what a
+    /// token verified with it rests on. Never fetches (a token found untrusted is verified
+    /// again, which fetches what it needs).
+    pub(super) fn trusts(&self, kid: Option<&str>, key: &Arc<Key>, alg: Algorithm) -> bool {
+        let held = self.lock();
+        let fresh = held.fetched.is_some_and(|at| at.elapsed() < MAX_KEY_AGE);
+        fresh
+            && held.set.algorithms.contains(&alg)
+            && (held.set.find(kid)).is_some_and(|held_key| Arc::ptr_eq(&held_key, key))
+    }
+
     /// Fetches the metadata and key set again, unless another fetch just did (or tried
     /// within the refetch interval), or already brought the key `kid` names.
     async fn refresh(&self, kid: Option<&str>) {
@@ -168,7 +201,7 @@ impl KeyCache {
             Ok((metadata, set)) => {
                 tracing::debug!("fetched {} keys of {}", set.keys.len(), self.issuer);
                 let mut held = self.lock();
-                held.set = Arc::new(set);
+                held.set = Arc::new(set.keeping(&held.set));
                 held.metadata = Some(Arc::new(metadata));
                 held.fetched = Some(Instant::now());
                 held.failure = None;
@@ -219,7 +252,7 @@ pub(super) fn key_set(document: JwkSetDocument, metadata: &IssuerMetadata) -> Ke
         ..KeySet::default()
     };
     for value in document.keys {
-        let Ok(jwk) = serde_json::from_value::<Jwk>(value) else {
+        let Ok(jwk) = serde_json::from_value::<Jwk>(value.clone()) else {
             tracing::debug!("skipped a key the JWT crate cannot read");
             continue;
         };
@@ -239,7 +272,11 @@ pub(super) fn key_set(document: JwkSetDocument, metadata: &IssuerMetadata) -> Ke
             .common
             .key_algorithm
             .and_then(|alg| alg.to_string().parse::<Algorithm>().ok());
-        let key = Arc::new(Key { decoding, alg });
+        let key = Arc::new(Key {
+            decoding,
+            alg,
+            jwk: value,
+        });
         match jwk.common.key_id {
             Some(kid) => {
                 set.keys.insert(kid, key);
@@ -260,4 +297,59 @@ fn allowed_algorithms(metadata: &IssuerMetadata) -> Vec<Algorithm> {
         .filter_map(|name| name.parse::<Algorithm>().ok())
         .filter(|alg| ASYMMETRIC.contains(alg))
         .collect()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Two P-256 public keys (made for these tests; their private halves were thrown away).
+    const POINTS: [(&str, &str); 2] = [
+        (
+            "gm-Dwap-InL9i_b2f_69R9woBai8HdeLeu_QcNEmUhQ",
+            "ZBkg0yqoL2C4nbENqYO6gBAOmVhZwO3bYgNpAuDV4Do",
+        ),
+        (
+            "VaF_YcyTHoMbg1-UOa8AV_uZ2JNvBub_9n7zrMgHsK0",
+            "O5yXmlzD87I5Q_GcsoAiqAQYwxQL5qoyAnansyHlNcI",
+        ),
+    ];
+
+    /// A JWK of the `n`th test key, named `kid`.
+    fn jwk(kid: &str, n: usize) -> Value {
+        let (x, y) = POINTS[n];
+        json!({ "kty": "EC", "crv": "P-256", "x": x, "y": y, "use": "sig", "kid": kid })
+    }
+
+    fn metadata() -> IssuerMetadata {
+        IssuerMetadata {
+            issuer: "http://127.0.0.1:1".to_owned(),
+            jwks_uri: None,
+            introspection_endpoint: None,
+            id_token_signing_alg_values_supported: Some(vec!["ES256".to_owned()]),
+        }
+    }
+
+    /// A key set of the first test key under each of `kids`.
+    pub(in crate::mcp::server::auth) fn key_set(kids: &[&str]) -> KeySet {
+        let keys = kids.iter().map(|kid| jwk(kid, 0)).collect();
+        super::key_set(JwkSetDocument { keys }, &metadata())
+    }
+
+    #[test]
+    fn a_key_published_again_unchanged_is_kept_and_a_replaced_one_is_not() {
+        let first = key_set(&["k1", "k2"]);
+        let (k1, k2) = (first.find(Some("k1")), first.find(Some("k2")));
+        let (k1, k2) = (k1.expect("k1"), k2.expect("k2"));
+        // k1 published again as it was, k2 under a new key, k3 new.
+        let document = JwkSetDocument {
+            keys: vec![jwk("k1", 0), jwk("k2", 1), jwk("k3", 1)],
+        };
+        let next = super::key_set(document, &metadata()).keeping(&first);
+        assert!(Arc::ptr_eq(&next.find(Some("k1")).expect("k1"), &k1));
+        assert!(!Arc::ptr_eq(&next.find(Some("k2")).expect("k2"), &k2));
+        assert!(next.find(Some("k3")).is_some());
+    }
 }

@@ -14,8 +14,12 @@
 //!   server's metadata (RFC 9728, `metadata.rs`), which the `WWW-Authenticate` of a 401
 //!   points at (`challenge.rs`, which also has the 403 for a step-up).
 //!
-//! The token itself is never logged, nor kept (the introspection cache holds its SHA-256),
-//! and the `Authorization` header is taken off the request before rmcp sees it.
+//! - A JWT verified once is found again by its SHA-256 until it expires, for as long as the
+//!   key it was verified with stays in the issuer's key set (`verified.rs`): a caller's
+//!   second request costs a hash and a lookup, not a signature check.
+//!
+//! The token itself is never logged, nor kept (both caches hold its SHA-256), and the
+//! `Authorization` header is taken off the request before rmcp sees it.
 
 mod challenge;
 mod fetch;
@@ -25,6 +29,7 @@ mod introspection;
 mod jwt;
 mod keys;
 mod metadata;
+mod verified;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +45,7 @@ pub use introspection::IntrospectionClient;
 use self::introspection::{IntrospectionError, Introspector};
 use self::jwt::JwtError;
 use self::keys::{KeyCache, KeyError};
+use self::verified::{MAX_VERIFIED, VerifiedTokens};
 use crate::caller::Caller;
 use crate::manifest::resource_server::ResourceServerSection;
 
@@ -136,6 +142,8 @@ pub(super) struct ResourceServer {
     config: ResourceServerConfig,
     http: reqwest::Client,
     keys: KeyCache,
+    /// The JWTs verified so far, by digest.
+    verified: VerifiedTokens,
     introspector: Option<Introspector>,
     /// Where this server's metadata is, as told in a `WWW-Authenticate`.
     resource_metadata: String,
@@ -162,6 +170,7 @@ impl ResourceServer {
             ),
             http,
             keys,
+            verified: VerifiedTokens::new(MAX_VERIFIED),
             config,
         })
     }
@@ -189,16 +198,9 @@ impl ResourceServer {
     pub(super) async fn authenticate(&self, headers: &HeaderMap) -> Result<Arc<Caller>, Challenge> {
         let token = self.bearer(headers)?;
         let caller = if jwt::looks_like_jwt(token) {
-            let expected = jwt::Expected {
-                issuers: &spellings(&self.config.issuer),
-                audiences: &spellings(&self.config.resource),
-                leeway: self.config.leeway,
-            };
-            jwt::verify(token, &self.keys, &expected)
-                .await
-                .map_err(|error| self.jwt_refused(&error))?
+            self.jwt(token).await?
         } else {
-            self.introspect(token).await?
+            Arc::new(self.introspect(token).await?)
         };
         let missing: Vec<String> = (self.config.scopes.iter())
             .filter(|scope| !caller.scopes.contains(*scope))
@@ -208,7 +210,26 @@ impl ResourceServer {
             tracing::info!("refused {}: its token lacks {missing:?}", caller.subject);
             return Err(self.insufficient_scope(&self.config.scopes));
         }
-        Ok(Arc::new(caller))
+        Ok(caller)
+    }
+
+    /// The caller a JWT stands for: found among those verified before, or verified now.
+    async fn jwt(&self, token: &str) -> Result<Arc<Caller>, Challenge> {
+        let digest = VerifiedTokens::digest(token);
+        if let Some(caller) = self.verified.get(&digest, verified::now(), &self.keys) {
+            return Ok(caller);
+        }
+        let expected = jwt::Expected {
+            issuers: &spellings(&self.config.issuer),
+            audiences: &spellings(&self.config.resource),
+            leeway: self.config.leeway,
+        };
+        let verified = jwt::verify(token, &self.keys, &expected)
+            .await
+            .map_err(|error| self.jwt_refused(&error))?;
+        let caller = verified.caller.clone();
+        self.verified.insert(digest, verified);
+        Ok(caller)
     }
 
     /// The bearer token of `headers`.
