@@ -18,6 +18,7 @@ mod relay;
 mod served;
 mod session;
 mod stdio;
+mod tasks;
 
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};

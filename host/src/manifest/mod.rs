@@ -92,7 +92,8 @@ pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};
 pub use sections::{
-    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions,
+    ApprovalMode, ApprovalSection, AskFor, AuditSection, McpConfig, OnError, TaskSupport,
+    TasksSection, ToolOptions,
 };
 
 use crate::sandbox::{Grants, LimitsConfig};
