@@ -77,9 +77,13 @@ pub enum TaskSupport {
 
 /// How long `host mcp` keeps tasks, how often it suggests polling them, and how many it
 /// holds: the manifest's `[mcp.tasks]` section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TasksSection {
+    /// Where tasks are kept: in the server's memory (none, the default), or in the Redis at
+    /// this URL (`redis://127.0.0.1:6379/0`), which replicas share (`--task-store`).
+    #[serde(default)]
+    pub store: Option<String>,
     /// How long a task is kept from its creation (its `ttlMs`); a task still working then
     /// fails, and a finished one is removed one `ttl` after it finished. Default one hour.
     #[serde(default = "TasksSection::default_ttl")]
@@ -113,9 +117,41 @@ impl TasksSection {
     }
 }
 
+impl TasksSection {
+    /// These settings with each of `other`'s that is not the default over them (a
+    /// `--task-store` flag over the manifest's `store`, say).
+    pub fn overridden_by(self, other: TasksSection) -> Self {
+        let default = Self::default();
+        Self {
+            store: other.store.or(self.store),
+            ttl: if other.ttl == default.ttl {
+                self.ttl
+            } else {
+                other.ttl
+            },
+            poll_interval: if other.poll_interval == default.poll_interval {
+                self.poll_interval
+            } else {
+                other.poll_interval
+            },
+            max_per_caller: if other.max_per_caller == default.max_per_caller {
+                self.max_per_caller
+            } else {
+                other.max_per_caller
+            },
+            max: if other.max == default.max {
+                self.max
+            } else {
+                other.max
+            },
+        }
+    }
+}
+
 impl Default for TasksSection {
     fn default() -> Self {
         Self {
+            store: None,
             ttl: Self::default_ttl(),
             poll_interval: Self::default_poll_interval(),
             max_per_caller: Self::default_per_caller(),
@@ -160,9 +196,7 @@ impl McpConfig {
         if other.auth.is_some() {
             self.auth = other.auth;
         }
-        if other.tasks != TasksSection::default() {
-            self.tasks = other.tasks;
-        }
+        self.tasks = self.tasks.overridden_by(other.tasks);
         self
     }
 }

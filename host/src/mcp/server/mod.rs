@@ -58,10 +58,13 @@ mod output;
 mod owners;
 mod reports;
 mod router;
+mod running;
 mod service;
 mod stdio;
 mod subscriptions;
 mod tasks;
+#[cfg(feature = "redis-tasks")]
+mod tasks_redis;
 mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -172,7 +175,7 @@ impl McpServer {
         // Watched before the catalog is read: a change in between is not lost.
         let changes = host.toolbox().changes();
         let served = Arc::new(Served::new(&host, host.toolbox().catalog()));
-        let settings = host.mcp_config().tasks;
+        let settings = host.mcp_config().tasks.clone();
         let _ = (self.shared.tasks).get_or_init(|| Arc::new(tasks::Tasks::new(settings)));
         *lock(&self.shared.served) = Some(served.clone());
         self.shared.host.send_replace(Some(host.clone()));
@@ -453,7 +456,7 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
-        let task = self.tasks()?.get(&request.task_id, &caller)?;
+        let task = self.tasks()?.get(&request.task_id, &caller).await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -464,7 +467,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
         let tasks = self.tasks()?;
-        tasks.update(&request.task_id, &caller, request.input_responses)
+        (tasks.update(&request.task_id, &caller, request.input_responses)).await
     }
 
     async fn cancel_task(
@@ -473,7 +476,7 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
-        self.tasks()?.cancel(&request.task_id, &caller)
+        self.tasks()?.cancel(&request.task_id, &caller).await
     }
 }
 

@@ -31,14 +31,19 @@ use rmcp::model::{
     DetailedTask, LoggingLevel, RequestId, RequestMetaObject, Task,
 };
 use rmcp::service::RequestContext;
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, Peer, RoleServer};
+#[cfg(feature = "redis-tasks")]
+use rmcp::{model::TaskStatus, task_manager::current_timestamp};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::asking::{self, Asking, Input, Kind, MAX_ROUNDS};
 use super::calls::{Answer, ToolCall};
 use super::identity;
+use super::running::{InMemory, Running, check_caps, unknown_task};
+#[cfg(feature = "redis-tasks")]
+use super::tasks_redis::RedisTasks;
 use super::{McpServer, lock};
 use crate::arguments::Arguments;
 use crate::asking::{Ask, AskError, Asker};
@@ -47,92 +52,135 @@ use crate::content::{InputRequest, InputRequired};
 use crate::manifest::{TaskSupport, TasksSection};
 use crate::sandbox::{CallObserver, LogLevel, Observer, Progress};
 
-/// The tasks of one server: rmcp's manager, and who owns each.
+/// The tasks of one server, and how they are kept (`[mcp.tasks]`).
 pub(super) struct Tasks {
-    manager: TaskManager,
-    /// The caller each task is bound to (its `identity::caller_key`), by task id.
-    owners: std::sync::Mutex<HashMap<String, String>>,
+    store: Store,
     settings: TasksSection,
+}
+
+/// Where tasks are kept.
+enum Store {
+    /// In memory: rmcp's manager, and the caller each task is bound to (its
+    /// `identity::caller_key`), by task id.
+    Memory {
+        manager: TaskManager,
+        owners: std::sync::Mutex<HashMap<String, String>>,
+    },
+    /// In Redis, shared by replicas.
+    #[cfg(feature = "redis-tasks")]
+    Redis(Arc<RedisTasks>),
+    /// A store that cannot be used (a URL that is not Redis's, a build without the feature):
+    /// every task request gets this error.
+    Broken(String),
 }
 
 impl Tasks {
     pub(super) fn new(settings: TasksSection) -> Self {
-        Self {
-            manager: TaskManager::new(),
-            owners: std::sync::Mutex::new(HashMap::new()),
-            settings,
+        let store = match settings.store.as_deref() {
+            None => Store::Memory {
+                manager: TaskManager::new(),
+                owners: std::sync::Mutex::new(HashMap::new()),
+            },
+            #[cfg(feature = "redis-tasks")]
+            Some(url) => match RedisTasks::new(url) {
+                Ok(redis) => Store::Redis(Arc::new(redis)),
+                Err(problem) => Store::Broken(format!("[mcp.tasks] store: {problem}")),
+            },
+            #[cfg(not(feature = "redis-tasks"))]
+            Some(_) => Store::Broken(
+                "[mcp.tasks] store names a Redis, and this build has no `redis-tasks` feature"
+                    .to_owned(),
+            ),
+        };
+        if let Store::Broken(problem) = &store {
+            tracing::error!("{problem}: no call can run as a task");
+        }
+        Self { store, settings }
+    }
+
+    /// Whether `caller` may start one more task: the expired ones are forgotten first, then
+    /// the caps of `[mcp.tasks]` are checked.
+    async fn admit(&self, caller: &str) -> Result<(), ErrorData> {
+        let (per_caller, max) = (self.settings.max_per_caller, self.settings.max);
+        match &self.store {
+            Store::Memory { manager, owners } => {
+                let mut owners = lock(owners);
+                owners.retain(|id, _| manager.get_task(id).is_ok());
+                let mine = owners.values().filter(|owner| *owner == caller).count();
+                check_caps(owners.len(), mine, per_caller, max)
+            }
+            #[cfg(feature = "redis-tasks")]
+            Store::Redis(redis) => redis.admit(caller, per_caller, max).await,
+            Store::Broken(problem) => Err(broken(problem)),
         }
     }
 
-    /// Whether `caller` may start one more task: the tasks rmcp removed (expired) are
-    /// forgotten first, then the caps of `[mcp.tasks]` are checked.
-    fn admit(&self, caller: &str) -> Result<(), ErrorData> {
-        let mut owners = lock(&self.owners);
-        owners.retain(|id, _| self.manager.get_task(id).is_ok());
-        if owners.len() >= self.settings.max {
-            return Err(ErrorData::internal_error(
-                format!(
-                    "the server holds its most tasks ({}, `max` under [mcp.tasks]); try again \
-                     when some have finished and expired",
-                    self.settings.max
-                ),
-                None,
-            ));
-        }
-        let held = owners.values().filter(|owner| *owner == caller).count();
-        if held >= self.settings.max_per_caller {
-            return Err(ErrorData::internal_error(
-                format!(
-                    "this caller holds its most tasks ({}, `max_per_caller` under [mcp.tasks]); \
-                     try again when some have finished and expired",
-                    self.settings.max_per_caller
-                ),
-                None,
-            ));
-        }
-        Ok(())
-    }
-
-    /// Task `id` if `caller` owns it; an unknown task (-32602) otherwise, whether it is
-    /// another caller's or none at all.
-    fn owned(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
-        match lock(&self.owners).get(id) {
+    /// In memory: task `id` if `caller` owns it; an unknown task (-32602) otherwise, whether
+    /// it is another caller's or none at all.
+    fn owned(
+        owners: &std::sync::Mutex<HashMap<String, String>>,
+        id: &str,
+        caller: &str,
+    ) -> Result<(), ErrorData> {
+        match lock(owners).get(id) {
             Some(owner) if owner == caller => Ok(()),
             _ => Err(unknown_task(id)),
         }
     }
 
     /// `tasks/get`.
-    pub(super) fn get(&self, id: &str, caller: &str) -> Result<DetailedTask, ErrorData> {
-        self.owned(id, caller)?;
-        self.manager.get_task(id)
+    pub(super) async fn get(&self, id: &str, caller: &str) -> Result<DetailedTask, ErrorData> {
+        match &self.store {
+            Store::Memory { manager, owners } => {
+                Self::owned(owners, id, caller)?;
+                manager.get_task(id)
+            }
+            #[cfg(feature = "redis-tasks")]
+            Store::Redis(redis) => redis.get(id, caller).await,
+            Store::Broken(problem) => Err(broken(problem)),
+        }
     }
 
     /// `tasks/update`: the answers reach the call that waits for them; answers to keys not
     /// asked (or asked and answered already) are ignored, as the extension has it.
-    pub(super) fn update(
+    pub(super) async fn update(
         &self,
         id: &str,
         caller: &str,
         responses: BTreeMap<String, Value>,
     ) -> Result<(), ErrorData> {
-        self.owned(id, caller)?;
-        asking::check_responses(&responses)?;
-        self.manager.update_task(id, responses)
+        match &self.store {
+            Store::Memory { manager, owners } => {
+                Self::owned(owners, id, caller)?;
+                asking::check_responses(&responses)?;
+                manager.update_task(id, responses)
+            }
+            #[cfg(feature = "redis-tasks")]
+            Store::Redis(redis) => {
+                asking::check_responses(&responses)?;
+                redis.update(id, caller, responses).await
+            }
+            Store::Broken(problem) => Err(broken(problem)),
+        }
     }
 
     /// `tasks/cancel`: the call is stopped (its instance dropped at once); a finished task
     /// stays as it finished.
-    pub(super) fn cancel(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
-        self.owned(id, caller)?;
-        self.manager.cancel_task(id)
+    pub(super) async fn cancel(&self, id: &str, caller: &str) -> Result<(), ErrorData> {
+        match &self.store {
+            Store::Memory { manager, owners } => {
+                Self::owned(owners, id, caller)?;
+                manager.cancel_task(id)
+            }
+            #[cfg(feature = "redis-tasks")]
+            Store::Redis(redis) => redis.cancel(id, caller).await,
+            Store::Broken(problem) => Err(broken(problem)),
+        }
     }
 }
 
-/// An unknown task, as the extension answers it (-32602).
-fn unknown_task(id: &str) -> ErrorData {
-    let shown: String = id.chars().take(64).collect();
-    ErrorData::invalid_params(format!("unknown task: {shown}"), None)
+fn broken(problem: &str) -> ErrorData {
+    ErrorData::internal_error(format!("{problem}; fix it in the manifest"), None)
 }
 
 /// A `tools/call` that runs as a task: everything it needs, owned, for it outlives its
@@ -156,18 +204,42 @@ pub(super) struct Job {
 
 impl McpServer {
     /// Starts `job` as a task and returns its first state, once `tasks/get` finds it.
-    pub(super) fn start_task(&self, job: Job) -> Result<Task, ErrorData> {
+    pub(super) async fn start_task(&self, job: Job) -> Result<Task, ErrorData> {
         let tasks = self.tasks()?;
-        tasks.admit(&job.owner)?;
-        let options = TaskOptions::new()
-            .with_ttl_ms(millis(tasks.settings.ttl.0))
-            .with_poll_interval_ms(millis(tasks.settings.poll_interval.0).max(1));
+        tasks.admit(&job.owner).await?;
+        let ttl = millis(tasks.settings.ttl.0);
+        let poll = millis(tasks.settings.poll_interval.0).max(1);
         let owner = job.owner.clone();
         let server = self.clone();
-        let task = tasks
-            .manager
-            .spawn(options, move |cx| Box::pin(server.run_task(job, cx)));
-        lock(&tasks.owners).insert(task.task_id.clone(), owner);
+        let task = match &tasks.store {
+            Store::Memory { manager, owners } => {
+                let options = TaskOptions::new()
+                    .with_ttl_ms(ttl)
+                    .with_poll_interval_ms(poll);
+                let task = manager.spawn(options, move |cx| {
+                    Box::pin(server.run_task(job, Arc::new(InMemory(cx))))
+                });
+                lock(owners).insert(task.task_id.clone(), owner);
+                task
+            }
+            #[cfg(feature = "redis-tasks")]
+            Store::Redis(redis) => {
+                let now = current_timestamp();
+                let mut task = Task::new(random_id()?, TaskStatus::Working, now.clone(), now);
+                task.ttl_ms = Some(ttl);
+                task.poll_interval_ms = Some(poll);
+                redis.create(&task, &owner).await?;
+                let running = redis.running(&task.task_id).await?;
+                let (redis, id) = (redis.clone(), task.task_id.clone());
+                tokio::spawn(async move {
+                    let ended = server.run_task(job, running.clone()).await;
+                    running.end();
+                    redis.finish(&id, ended).await;
+                });
+                task
+            }
+            Store::Broken(problem) => return Err(broken(problem)),
+        };
         tracing::info!(task = %task.task_id, "task started");
         Ok(task)
     }
@@ -183,7 +255,7 @@ impl McpServer {
 
     /// Runs the task's call round by round: what a round asks for is the task's
     /// `input_required` until `tasks/update` answers it; a `tasks/cancel` stops the call.
-    async fn run_task(self, job: Job, cx: TaskContext) -> Result<CallToolResult, TaskExit> {
+    async fn run_task(self, job: Job, cx: Arc<dyn Running>) -> Result<CallToolResult, TaskExit> {
         let stop = CancellationToken::new();
         let asked_by_server = Arc::new(AtomicUsize::new(0));
         let mut input = job.input;
@@ -234,6 +306,17 @@ impl McpServer {
     }
 }
 
+/// A task id for the Redis store: 128 random bits, as hex.
+#[cfg(feature = "redis-tasks")]
+fn random_id() -> Result<String, ErrorData> {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| ErrorData::internal_error("no randomness for a task id", None))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Milliseconds of `duration`, as the extension writes them (whole numbers).
 fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
@@ -278,7 +361,7 @@ async fn send_logs(peer: Option<&Peer<RoleServer>>, answer: &Answer) {
 /// answer. A key is the tool's own in the first round and gets `.N` in round N after, so that
 /// no key is used twice in a task.
 async fn surface(
-    cx: &TaskContext,
+    cx: &Arc<dyn Running>,
     round: usize,
     asked: &InputRequired,
     capabilities: Option<&ClientCapabilities>,
@@ -297,7 +380,7 @@ async fn surface(
 }
 
 /// A task's tool's progress, as the task's status message (what `tasks/get` shows).
-struct StatusReports(TaskContext);
+struct StatusReports(Arc<dyn Running>);
 
 impl CallObserver for StatusReports {
     fn progress(&self, _tool: &str, progress: &Progress) {
@@ -318,7 +401,7 @@ impl CallObserver for StatusReports {
 /// Whoever answers what a task's call asks while it runs (what an MCP server of the
 /// manifest asks during one of its tools): the client, through the task's `inputRequests`.
 struct TaskAsker {
-    cx: TaskContext,
+    cx: Arc<dyn Running>,
     /// How many requests were surfaced this way, for their keys.
     asked: Arc<AtomicUsize>,
 }
@@ -439,25 +522,30 @@ impl McpServer {
             peer: (!stateless).then(|| cx.peer.clone()),
             input: Input { responses, state },
         };
-        let task = self.start_task(job)?;
+        let task = self.start_task(job).await?;
         Ok(CreateTaskResult::new(task).into())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::TaskStatus;
+
     use super::*;
 
-    /// A task of `owner` in `tasks` that waits until it is cancelled; its id.
-    fn waiting(tasks: &Tasks, owner: &str) -> Result<String, ErrorData> {
-        tasks.admit(owner)?;
-        let task = tasks.manager.spawn(TaskOptions::new(), |cx| {
+    /// A task of `owner` in `tasks` (in memory) that waits until it is cancelled; its id.
+    async fn waiting(tasks: &Tasks, owner: &str) -> Result<String, ErrorData> {
+        tasks.admit(owner).await?;
+        let Store::Memory { manager, owners } = &tasks.store else {
+            panic!("the tasks are in memory");
+        };
+        let task = manager.spawn(TaskOptions::new(), |cx| {
             Box::pin(async move {
                 cx.cancelled().await;
                 Err(TaskExit::Cancelled)
             })
         });
-        lock(&tasks.owners).insert(task.task_id.clone(), owner.to_owned());
+        lock(owners).insert(task.task_id.clone(), owner.to_owned());
         Ok(task.task_id)
     }
 
@@ -469,35 +557,50 @@ mod tests {
             ..TasksSection::default()
         };
         let tasks = Tasks::new(settings);
-        let alices = waiting(&tasks, "alice").unwrap_or_else(|e| panic!("{e:?}"));
-        assert!(tasks.get(&alices, "alice").is_ok());
+        let alices = waiting(&tasks, "alice")
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(tasks.get(&alices, "alice").await.is_ok());
         // Bob, and a caller with no identity, get what an id that never was gets.
-        let never = tasks.get("no-such-task", "bob").unwrap_err().message;
+        let never = tasks.get("no-such-task", "bob").await.unwrap_err().message;
         for caller in ["bob", ""] {
-            let refused = tasks.get(&alices, caller).unwrap_err();
+            let refused = tasks.get(&alices, caller).await.unwrap_err();
             assert_eq!(refused.code.0, -32602);
             assert_eq!(refused.message.replace(&alices, "no-such-task"), never);
-            assert!(tasks.cancel(&alices, caller).is_err());
-            assert!(tasks.update(&alices, caller, BTreeMap::new()).is_err());
+            assert!(tasks.cancel(&alices, caller).await.is_err());
+            assert!(
+                tasks
+                    .update(&alices, caller, BTreeMap::new())
+                    .await
+                    .is_err()
+            );
         }
-        let working = tasks
-            .get(&alices, "alice")
-            .unwrap_or_else(|e| panic!("{e:?}"));
-        assert_eq!(working.status(), rmcp::model::TaskStatus::Working);
+        let working = tasks.get(&alices, "alice").await;
+        let working = working.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(working.status(), TaskStatus::Working);
 
-        waiting(&tasks, "alice").unwrap_or_else(|e| panic!("{e:?}"));
-        let third = waiting(&tasks, "alice").unwrap_err().message;
+        waiting(&tasks, "alice")
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let third = waiting(&tasks, "alice").await.unwrap_err().message;
         assert!(third.contains("max_per_caller"), "{third}");
-        waiting(&tasks, "bob").unwrap_or_else(|e| panic!("{e:?}"));
-        let over = waiting(&tasks, "carol").unwrap_err().message;
+        waiting(&tasks, "bob")
+            .await
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let over = waiting(&tasks, "carol").await.unwrap_err().message;
         assert!(over.contains("`max` under [mcp.tasks]"), "{over}");
-        // Ids are random UUIDs, never two alike.
-        let ids: std::collections::HashSet<String> = lock(&tasks.owners).keys().cloned().collect();
-        assert_eq!(ids.len(), 3);
-        assert!(ids.iter().all(|id| uuid_like(id)), "{ids:?}");
     }
 
-    fn uuid_like(id: &str) -> bool {
-        id.len() == 36 && id.chars().filter(|c| *c == '-').count() == 4
+    #[test]
+    fn a_store_that_is_not_redis_is_an_error_naming_the_key() {
+        let settings = TasksSection {
+            store: Some("postgres://db/tasks".to_owned()),
+            ..TasksSection::default()
+        };
+        let Store::Broken(problem) = Tasks::new(settings).store else {
+            panic!("a broken store");
+        };
+        assert!(problem.starts_with("[mcp.tasks] store: "), "{problem}");
+        assert!(problem.contains("postgres://db/tasks"), "{problem}");
     }
 }
