@@ -8,6 +8,7 @@ use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::MCP_CONFORMANCE;
 use toolhost_tests::issuer::{RESOURCE, SigningKey, TestIssuer};
 use toolhost_tests::mcp::{HttpClient, HttpServer, StdioServer, peers};
+use toolhost_tests::redis::Redis;
 use toolhost_tests::require_guests;
 
 use super::peers::{baseline_in, conformance_manifest, run_suite};
@@ -69,7 +70,24 @@ async fn the_tasks_scenarios_of_the_conformance_suite_pass() {
         "the baseline must stay empty: {baseline:?}"
     );
     let manifest = conformance_manifest();
-    let server = HttpServer::start(&[manifest.arg()], &[]).await;
+    // Tasks in memory, then in Redis (`--task-store`): the same scenarios pass with either.
+    let redis = Redis::start();
+    let store = redis.url();
+    for args in [
+        vec![manifest.arg()],
+        vec![manifest.arg(), "--task-store", &store],
+    ] {
+        let server = HttpServer::start(&args, &[]).await;
+        run_scenarios(&peers, &file, &server).await;
+    }
+}
+
+/// Runs each of [`SCENARIOS`] against `server`, with the (empty) baseline `file`.
+async fn run_scenarios(
+    peers: &toolhost_tests::mcp::Peers,
+    file: &std::path::Path,
+    server: &HttpServer,
+) {
     for scenario in SCENARIOS {
         let suite = [
             peers.conformance_next.as_os_str(),
@@ -77,7 +95,7 @@ async fn the_tasks_scenarios_of_the_conformance_suite_pass() {
             "--scenario".as_ref(),
             scenario.as_ref(),
         ];
-        let (stdout, checks) = run_suite(&peers, &suite, &file, &server).await;
+        let (stdout, checks) = run_suite(peers, &suite, file, server).await;
         let results = checks
             .get(scenario)
             .unwrap_or_else(|| panic!("{scenario} did not run: {stdout}"));

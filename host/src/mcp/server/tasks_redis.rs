@@ -202,7 +202,10 @@ impl RedisTasks {
         detailed(id, &fields)
     }
 
-    /// `tasks/update`: the answers wait in Redis for the running replica to take them.
+    /// `tasks/update`: the answers to questions the task asks wait in Redis for the running
+    /// replica to take them (answers to others are ignored); the questions answered leave
+    /// the task's `inputRequests` at once, so that the next `tasks/get`, on any replica,
+    /// shows only those still waiting.
     pub(super) async fn update(
         &self,
         id: &str,
@@ -210,22 +213,33 @@ impl RedisTasks {
         responses: BTreeMap<String, Value>,
     ) -> Result<(), ErrorData> {
         let fields = self.owned(id, owner).await?;
-        if responses.is_empty()
-            || fields.get("status").map(String::as_str) != Some("input_required")
-        {
+        let mut asked: Map<String, Value> = (fields.get("input_requests"))
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or_default();
+        let answers: Vec<(String, String)> = (responses.into_iter())
+            .filter(|(k, _)| asked.remove(k).is_some())
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        if answers.is_empty() {
             return Ok(());
         }
         let ttl = fields
             .get("ttl_ms")
             .and_then(|t| t.parse::<i64>().ok())
             .unwrap_or(3_600_000);
-        let answers: Vec<(String, String)> = (responses.into_iter())
-            .map(|(k, v)| (k, v.to_string()))
-            .collect();
+        let status = if asked.is_empty() {
+            "working"
+        } else {
+            "input_required"
+        };
+        let still = Value::Object(asked).to_string();
         let mut connection = self.connection().await?;
         redis::pipe()
             .hset_multiple(format!("{}:answers", key(id)), &answers)
             .pexpire(format!("{}:answers", key(id)), ttl)
+            .hset(key(id), "input_requests", still)
+            .hset(key(id), "status", status)
+            .hset(key(id), "last_updated_at", current_timestamp())
             .query_async::<()>(&mut connection)
             .await
             .map_err(|e| stored(e, &self.url))
