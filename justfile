@@ -50,6 +50,7 @@ test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
     scripts/setup-haproxy.sh
+    scripts/setup-redis.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace
@@ -81,7 +82,7 @@ lint:
 features:
     #!/usr/bin/env bash
     set -euo pipefail
-    for features in "" cli mcp-server mcp-client oci local-model fuzzing,mcp-client,mcp-server,oci; do
+    for features in "" cli mcp-server mcp-client oci local-model redis-tasks fuzzing,mcp-client,mcp-server,oci; do
       echo "toolhost with features [$features]"
       cargo clippy --locked --quiet -p toolhost --all-targets --no-default-features \
         --features "$features" -- -D warnings

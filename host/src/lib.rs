@@ -109,7 +109,7 @@ pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{
     AccessRule, ComponentEntry, MAX_SOURCES, Manifest, ManifestError, McpConfig, PerCallerLimits,
-    ToolOptions,
+    TaskSupport, TasksSection, ToolOptions,
 };
 pub use native_tools::NativeTools;
 pub use offers::{

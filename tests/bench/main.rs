@@ -24,7 +24,9 @@
 //! - **oauth** (`oauth.rs`): a call with a validated (cached) JWT access token against one with
 //!   no auth, over `host mcp --http`;
 //! - **fairness** (`fairness.rs`): a quiet caller's latency while another floods, without and
-//!   with per-caller limits.
+//!   with per-caller limits;
+//! - **tasks** (`tasks.rs`): a call run as a task (the create, then `tasks/get` until the
+//!   result) against a plain call, with the tasks in memory and in Redis.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -50,6 +52,7 @@ mod parallel;
 mod profile;
 mod reports;
 mod start;
+mod tasks;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -143,6 +146,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "fairness",
         run: |bench| Box::pin(fairness::report(bench)),
+    },
+    Section {
+        name: "tasks",
+        run: |bench| Box::pin(tasks::report(bench)),
     },
 ];
 

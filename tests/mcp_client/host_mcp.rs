@@ -142,3 +142,111 @@ async fn a_question_of_another_toolhosts_tool_reaches_this_calls_asker() {
     assert!(message.contains("requestState is refused"), "{message}");
     toolbox.shutdown().await;
 }
+
+/// The manifest of an inner toolhost whose tools run only as tasks (the conformance guest's
+/// `slow_compute` and `confirm_delete`), with an audit log.
+fn tasks_manifest() -> ManifestFile {
+    toolhost_tests::require_guests();
+    let guest = toolhost_tests::components::MCP_CONFORMANCE;
+    ManifestFile::new(&format!(
+        "[components.conformance]\npath = {guest:?}\nresources = []\nprompts = []\n\
+         tools = [\"slow_compute\", \"confirm_delete\"]\nlimits.timeout = \"10m\"\n\n\
+         [tools.slow_compute]\ntask = \"required\"\n\n[tools.confirm_delete]\ntask = \"required\"\n\n\
+         [mcp.tasks]\npoll_interval = \"100ms\"\n\n[audit]\npath = \"audit.jsonl\"\n"
+    ))
+}
+
+/// Another toolhost runs the calls as tasks (they need one: a client without the tasks
+/// extension would be refused): this one follows each to its result, passes what the task
+/// asks to the call's asker, and cancels the task upstream when it gives up on the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_another_toolhost_runs_as_tasks_are_followed_answered_and_cancelled() {
+    let inner = tasks_manifest();
+    let command = vec![
+        host_binary().to_str().unwrap().to_owned(),
+        "mcp".to_owned(),
+        inner.arg().to_owned(),
+    ];
+    let toolbox = toolbox(vec![patient(McpServerConfig::stdio(
+        "inner",
+        command.clone(),
+    ))])
+    .await;
+    let output = toolbox
+        .call(
+            "slow_compute",
+            r#"{"seconds": 1, "label": "polled"}"#,
+            &CallContext::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.text, "computed polled in 1 s", "{output:?}");
+
+    // The task asks; this call's asker answers; the task finishes with the answer.
+    let asker = Arc::new(Answering {
+        answer: json!({ "action": "accept", "content": { "confirm": true } }),
+        asked: Mutex::new(Vec::new()),
+    });
+    let context = CallContext {
+        asker: Some(Asker(asker.clone())),
+        ..CallContext::default()
+    };
+    let output = toolbox
+        .call("confirm_delete", r#"{"filename": "c.txt"}"#, &context)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(output.text, "deleted c.txt", "{output:?}");
+    let asked = asker.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].1.method, "elicitation/create");
+    // Nobody to ask: the call fails saying so (a task cannot be paused with the run).
+    let refused = toolbox
+        .call(
+            "confirm_delete",
+            r#"{"filename": "d.txt"}"#,
+            &CallContext::default(),
+        )
+        .await;
+    let message = match refused {
+        Ok(output) => output.text,
+        Err(error) => error.to_string(),
+    };
+    assert!(message.contains("nobody to ask"), "{message}");
+    toolbox.shutdown().await;
+
+    // A call that times out here cancels its task there: the inner audit log has it cancelled.
+    let mut hasty = McpServerConfig::stdio("inner", command);
+    hasty.startup_timeout = super::PATIENCE;
+    hasty.timeout = std::time::Duration::from_secs(2);
+    let toolbox = super::toolbox(vec![hasty]).await;
+    let timed_out = toolbox
+        .call(
+            "slow_compute",
+            r#"{"seconds": 600}"#,
+            &CallContext::default(),
+        )
+        .await;
+    assert!(
+        matches!(timed_out, Err(toolhost::CallError::Timeout { .. })),
+        "{timed_out:?}"
+    );
+    let audit = inner.dir().join("audit.jsonl");
+    let cancelled = tokio::time::timeout(super::PATIENCE, async {
+        loop {
+            let logged = std::fs::read_to_string(&audit).unwrap_or_default();
+            if logged.lines().any(|line| {
+                line.contains("\"slow_compute\"") && line.contains("\"outcome\":\"cancelled\"")
+            }) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        cancelled.is_ok(),
+        "the inner task was not cancelled: {}",
+        std::fs::read_to_string(&audit).unwrap_or_default()
+    );
+    toolbox.shutdown().await;
+}

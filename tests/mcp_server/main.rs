@@ -18,6 +18,8 @@ mod relay;
 mod served;
 mod session;
 mod stdio;
+mod task_store;
+mod tasks;
 
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};

@@ -66,14 +66,15 @@ const SERVED_BY_PYTHON: [&str; 6] = [
 /// are the Python one's (the Rust one is given `resources = []` and `prompts = []`). The
 /// suite's hook `test_trigger_tool_change` is an MCP server's whose tools really change
 /// (tests/mcp-peers/changing_server.py): the host lists them again and tells the listeners.
-fn conformance_manifest() -> ManifestFile {
+pub(crate) fn conformance_manifest() -> ManifestFile {
     static CHECKED: OnceLock<()> = OnceLock::new();
     let python = scripted(MCP_CONFORMANCE_PY);
     let manifest = ManifestFile::new(&format!(
         "[components.conformance-python]\npath = {python:?}\ntools = {SERVED_BY_PYTHON:?}\n\n\
          [components.conformance-rust]\npath = {MCP_CONFORMANCE:?}\nexclude = {SERVED_BY_PYTHON:?}\n\
-         resources = []\nprompts = []\n\n{}",
-        super::changes::changing_manifest_entry()
+         resources = []\nprompts = []\n\n{}\n{}",
+        super::changes::changing_manifest_entry(),
+        super::tasks::TASK_TOOLS_MANIFEST,
     ));
     CHECKED.get_or_init(|| check_split(&manifest));
     manifest
@@ -97,10 +98,16 @@ fn check_split(manifest: &ManifestFile) {
     };
     let [python, rust] = [0, 1].map(|i| listed["components"][i].clone());
     assert_eq!(python["name"], "conformance-python", "{listed}");
+    // The tools of the tasks scenarios are the Rust guest's only.
+    let rust_tools = names(&rust, "tools");
+    let shared: Vec<String> = (rust_tools.iter())
+        .filter(|name| !super::tasks::TASK_TOOLS.contains(&name.as_str()))
+        .cloned()
+        .collect();
     assert_eq!(
         names(&python, "tools"),
-        names(&rust, "tools"),
-        "the two guests describe the same tools"
+        shared,
+        "the two guests describe the same tools, but for the tasks scenarios'"
     );
     assert_eq!(names(&python, "offered"), SERVED_BY_PYTHON);
     assert_eq!(
@@ -115,7 +122,7 @@ fn baseline() -> (std::path::PathBuf, Vec<(String, String)>) {
 }
 
 /// A baseline file of `tests/mcp_server/`: scenario, reason.
-fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
+pub(crate) fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
     let path = repo_root().join("tests/mcp_server").join(file);
     let entries = toolhost_tests::mcp::baseline_entries(&path);
     (path, entries)
@@ -124,7 +131,7 @@ fn baseline_in(file: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
 /// Runs the suite (`suite`: its entry point and arguments) against `server` with `baseline`
 /// as its expected failures; fails the test unless it passes. Returns its output and the
 /// checks of every scenario.
-async fn run_suite(
+pub(crate) async fn run_suite(
     peers: &toolhost_tests::mcp::Peers,
     suite: &[&std::ffi::OsStr],
     baseline: &Path,

@@ -9,15 +9,20 @@ use toolhost_tests::mcp::StdioServer;
 use crate::{is_error, test_manifest, text, tool_names};
 
 #[tokio::test]
-async fn initialize_says_toolhost_with_tools_and_logging_only() {
+async fn initialize_says_toolhost_with_tools_logging_and_tasks_only() {
     let mut server = StdioServer::spawn(&[CALCULATOR]);
     let result = server.initialize().await;
     assert_eq!(result["serverInfo"]["name"], "toolhost");
     assert_eq!(result["protocolVersion"], "2025-11-25");
     assert_eq!(
         result["capabilities"],
-        // Tools that load after `initialize` (a first start) are announced.
-        json!({ "logging": {}, "tools": { "listChanged": true } })
+        // Tools that load after `initialize` (a first start) are announced; calls may run
+        // as tasks (the MCP tasks extension).
+        json!({
+            "logging": {},
+            "tools": { "listChanged": true },
+            "extensions": { "io.modelcontextprotocol/tasks": {} },
+        })
     );
     let pong = server.request("ping", json!({})).await;
     assert_eq!(pong["result"], json!({}));

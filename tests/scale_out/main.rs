@@ -4,12 +4,14 @@
 //! every call is answered right or gets an error (counted; nothing lost), no client waits
 //! past its timeout, and the calls that start once HAProxy has marked the replica down all
 //! succeed. The replicas share one compile cache, warmed before they start and not written
-//! by them (docs/deploy.md).
+//! by them (docs/deploy.md). The tasks leg (`tasks.rs`) runs tasks across the replicas through
+//! one Redis, and kills the replica running one.
 
 #![allow(clippy::unwrap_used)] // Test code: a panic is the failure report.
 
 mod haproxy;
 mod load;
+mod tasks;
 mod tokens;
 
 use std::path::{Path, PathBuf};
@@ -23,7 +25,7 @@ use toolhost_tests::mcp::{HttpServer, host_command};
 use haproxy::Haproxy;
 use load::{Report, run};
 
-const REPLICAS: usize = 3;
+pub(crate) const REPLICAS: usize = 3;
 
 /// Three replicas serving `manifest`, sharing `cache`, with `extra` arguments.
 async fn replicas(manifest: &Path, cache: &Path, extra: &[&str]) -> Vec<HttpServer> {

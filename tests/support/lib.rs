@@ -11,6 +11,7 @@ pub mod load;
 pub mod mcp;
 pub mod model;
 pub mod peers;
+pub mod redis;
 pub mod server;
 pub mod snapshot;
 pub mod tls;

@@ -11,7 +11,7 @@ use clap::Args;
 use toolhost::mcp::server::auth::ResourceServerConfig;
 use toolhost::mcp::server::{self, HttpServerOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
-use toolhost::{Host, Manifest, McpConfig, PerCallerLimits, Runtime};
+use toolhost::{Host, Manifest, McpConfig, PerCallerLimits, Runtime, TasksSection};
 
 use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest, tools_of};
 
@@ -121,6 +121,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "FILE")]
     state_key: Option<PathBuf>,
 
+    /// Keep the tasks (calls that outlive their request) in the Redis at this URL
+    /// (`redis://127.0.0.1:6379/0`), which replicas share, over the manifest's [mcp.tasks]
+    /// store; in this process's memory when neither says
+    #[arg(long, value_name = "URL")]
+    task_store: Option<String>,
+
     /// Let this key of a request's `_meta` reach the tool's call context (repeatable; adds
     /// to the manifest's [mcp] pass_meta)
     #[arg(long = "pass-meta", value_name = "KEY")]
@@ -164,6 +170,10 @@ impl McpArgs {
                     rate: self.caller_rate,
                     burst: self.caller_burst,
                     calls: self.caller_calls,
+                },
+                tasks: TasksSection {
+                    store: self.task_store.clone(),
+                    ..TasksSection::default()
                 },
                 ..McpConfig::default()
             });

@@ -93,7 +93,10 @@ pub use approval_mode::ApprovalMode;
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};
-pub use sections::{ApprovalSection, AskFor, AuditSection, McpConfig, OnError, ToolOptions};
+pub use sections::{
+    ApprovalSection, AskFor, AuditSection, McpConfig, OnError, TaskSupport, TasksSection,
+    ToolOptions,
+};
 
 use crate::sandbox::{Grants, LimitsConfig};
 

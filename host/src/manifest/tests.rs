@@ -309,3 +309,32 @@ fn a_secret_written_into_a_manifest_is_refused_without_showing_it() {
     assert!(chain.contains("${NAME}"), "{chain}");
     assert!(!chain.contains("hunter2"), "{chain}");
 }
+
+#[test]
+fn which_tools_run_as_tasks_and_how_tasks_are_kept_are_read() {
+    let manifest = parse(
+        "[tools.build]\ntask = \"required\"\n\n[tools.crawl]\ntask = \"after_input\"\n\n\
+         [mcp.tasks]\nttl = \"10m\"\npoll_interval = \"250ms\"\nmax_per_caller = 4\n",
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(manifest.tools["build"].task, TaskSupport::Required);
+    assert_eq!(manifest.tools["crawl"].task, TaskSupport::AfterInput);
+    let tasks = manifest.mcp.tasks;
+    assert_eq!(tasks.ttl.0, std::time::Duration::from_secs(600));
+    assert_eq!(tasks.poll_interval.0, std::time::Duration::from_millis(250));
+    assert_eq!((tasks.max_per_caller, tasks.max), (4, 1024));
+    // Without the section: an hour, a second, 64 and 1024; no tool runs as a task.
+    let plain = parse("[tools.build]\nreturn_direct = true\n").unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(plain.tools["build"].task, TaskSupport::Never);
+    assert_eq!(plain.mcp.tasks, TasksSection::default());
+    assert_eq!(plain.mcp.tasks.ttl.0, std::time::Duration::from_secs(3600));
+    for (text, expected) in [
+        ("[tools.a]\ntask = \"always\"\n", "unknown variant `always`"),
+        ("[mcp.tasks]\nttl = \"soon\"\n", "`soon` is not a duration"),
+        ("[mcp.tasks]\nlease = \"1s\"\n", "unknown field `lease`"),
+    ] {
+        let error = parse(text).unwrap_err();
+        let message = format!("{:#}", anyhow::Error::from(error));
+        assert!(message.contains(expected), "{text}: {message}");
+    }
+}

@@ -259,7 +259,11 @@ impl AnswersInput for Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        let mut capabilities = json!({ "elicitation": { "form": {} } });
+        // Calls a server runs as tasks are followed to their end (`tasks.rs`).
+        let mut capabilities = json!({
+            "elicitation": { "form": {} },
+            "extensions": { "io.modelcontextprotocol/tasks": {} },
+        });
         if self.sampling {
             capabilities["sampling"] = json!({});
         }

@@ -53,6 +53,7 @@ mod http;
 mod relay;
 pub(crate) mod result;
 mod stdio;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

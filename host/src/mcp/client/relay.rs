@@ -25,6 +25,7 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 
+use super::tasks;
 use crate::asking::Asker;
 use crate::sandbox::LogLevel;
 use crate::sandbox::report::{CallReports, CoarseClock, ReportCounts};
@@ -344,6 +345,26 @@ pub(super) async fn call_tool(
             Ok(ServerResult::InputRequiredResult(asked)) => asked,
             Ok(ServerResult::CallToolResult(result)) => {
                 return (Ok(Answer::Done(result)), call.finish());
+            }
+            // The server runs the call as a task: followed to its end.
+            Ok(ServerResult::CreateTaskResult(created)) => {
+                let target = call.target();
+                let ask = |request| -> futures::future::BoxFuture<'_, Result<Value, ErrorData>> {
+                    match &target {
+                        Ok(target) => handler.answer_input(target, request),
+                        Err(why) => {
+                            let why = format!(
+                                "toolhost cannot answer the server's request for input: {why}"
+                            );
+                            Box::pin(std::future::ready(Err(ErrorData::internal_error(
+                                why, None,
+                            ))))
+                        }
+                    }
+                };
+                let answer: tasks::Answer<'_> = context.asker.is_some().then_some(&ask as _);
+                let followed = tasks::follow(peer, created.task, answer).await;
+                return (followed.map(Answer::Done), call.finish());
             }
             // A server may answer a tool that returns nothing with an empty result.
             Ok(ServerResult::EmptyResult(_)) => {

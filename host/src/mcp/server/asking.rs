@@ -210,7 +210,7 @@ pub(super) fn allowed(
 }
 
 /// A request for input as MCP has it.
-fn to_mcp(request: &InputRequest) -> Result<McpRequest, ErrorData> {
+pub(super) fn to_mcp(request: &InputRequest) -> Result<McpRequest, ErrorData> {
     let message = match request.params.as_object() {
         Some(params) if !params.is_empty() => {
             json!({ "method": request.method, "params": request.params })

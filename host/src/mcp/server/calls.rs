@@ -183,6 +183,10 @@ impl McpServer {
             None => Some(self.level()),
         };
         let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
+        let answering = request.input_responses.is_some() || request.request_state.is_some();
+        if self.runs_as_task(&request.name, &cx, answering).await? {
+            return self.serve_task(request, cx, arguments, level, caller).await;
+        }
         let asking = Asking {
             kind: Kind::Tool,
             name: &request.name,
@@ -252,6 +256,9 @@ pub(super) struct Answer {
     pub(super) logs: Vec<LoggingMessageNotificationParam>,
     pub(super) result: Result<CallToolResult, ErrorData>,
     pub(super) asked: Option<InputRequired>,
+    /// How the call ended, as its span and the audit log have it (`ok`, an error's kind,
+    /// `input_required`; `error` for a call refused before it ran).
+    pub(super) outcome: &'static str,
 }
 
 impl Answer {
@@ -260,6 +267,7 @@ impl Answer {
             logs: Vec::new(),
             result: Err(error),
             asked: None,
+            outcome: "error",
         }
     }
 }
@@ -278,7 +286,10 @@ impl Finished {
         Self {
             outcome: "unknown_tool",
             error: Some(error.message.to_string()),
-            answer: Answer::error(error),
+            answer: Answer {
+                outcome: "unknown_tool",
+                ..Answer::error(error)
+            },
         }
     }
 
@@ -326,6 +337,7 @@ impl Finished {
                 logs,
                 result: Ok(result),
                 asked: None,
+                outcome,
             },
         };
         match outcome {
@@ -344,6 +356,7 @@ impl Finished {
                     logs: log_messages(name, &output, level),
                     result: Ok(CallToolResult::success(Vec::new())),
                     asked: output.input_required,
+                    outcome: "input_required",
                 },
             },
             Some(Ok(output)) => {

@@ -110,6 +110,10 @@ where
         if call.jsonrpc != "2.0" || call.method != "tools/call" {
             return false;
         }
+        // A call that may run as a task is rmcp's to answer (a `CreateTaskResult`).
+        if self.shared.server.may_run_as_task(&call.params.name) {
+            return false;
+        }
         // The arguments as the client wrote them (through rmcp, a tool gets them written
         // again from a map, with the keys sorted).
         let arguments = match call.params.arguments {

@@ -59,22 +59,27 @@ mod output;
 mod owners;
 mod reports;
 mod router;
+mod running;
 mod service;
 mod stdio;
 mod subscriptions;
+mod tasks;
+#[cfg(feature = "redis-tasks")]
+mod tasks_redis;
 mod tools;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -119,6 +124,9 @@ struct Shared {
     state_key: Mutex<Option<Arc<asking::StateKey>>>,
     /// Whoever subscribed to resources: sessions and listen streams.
     subscribers: Mutex<Vec<subscriptions::Subscriber>>,
+    /// The calls running as tasks, and those finished and kept (set with the host, whose
+    /// manifest says how they are kept).
+    tasks: OnceLock<Arc<tasks::Tasks>>,
 }
 
 impl McpServer {
@@ -147,6 +155,7 @@ impl McpServer {
                         .map(Arc::new),
                 ),
                 subscribers: Mutex::new(Vec::new()),
+                tasks: OnceLock::new(),
             }),
             level: Arc::new(Mutex::new(LoggingLevel::Info)),
             subscribed: Arc::default(),
@@ -168,6 +177,8 @@ impl McpServer {
         // Watched before the catalog is read: a change in between is not lost.
         let changes = host.toolbox().changes();
         let served = Arc::new(Served::new(&host, host.toolbox().catalog()));
+        let settings = host.mcp_config().tasks.clone();
+        let _ = (self.shared.tasks).get_or_init(|| Arc::new(tasks::Tasks::new(settings)));
         *lock(&self.shared.served) = Some(served.clone());
         self.shared.host.send_replace(Some(host.clone()));
         self.follow_changes(&host, changes, served);
@@ -289,6 +300,7 @@ impl ServerHandler for McpServer {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         if let Some(served) = self.served() {
             offers::capabilities(&mut capabilities, &served.offers);
@@ -469,6 +481,35 @@ impl ServerHandler for McpServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.serve_call(request, cx).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
+        let task = self.tasks()?.get(&request.task_id, &caller).await?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
+        let tasks = self.tasks()?;
+        (tasks.update(&request.task_id, &caller, request.input_responses)).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let caller = identity::caller_key(identity::caller_of(&cx).as_deref());
+        self.tasks()?.cancel(&request.task_id, &caller).await
     }
 }
 

@@ -80,14 +80,14 @@ pub const TOOLS: [(&str, &str, &str); 14] = [
     ),
 ];
 
-fn request(method: &str, params: Value) -> InputRequest {
+pub(crate) fn request(method: &str, params: Value) -> InputRequest {
     InputRequest {
         method: method.to_owned(),
         params: params.to_string(),
     }
 }
 
-fn name_question(message: &str) -> InputRequest {
+pub(crate) fn name_question(message: &str) -> InputRequest {
     request(
         "elicitation/create",
         json!({
@@ -129,7 +129,7 @@ fn roots() -> InputRequest {
     request("roots/list", json!({}))
 }
 
-fn ask(requests: Vec<(&str, InputRequest)>, state: Option<&str>) -> Result<Outcome, ToolError> {
+pub(crate) fn ask(requests: Vec<(&str, InputRequest)>, state: Option<&str>) -> Result<Outcome, ToolError> {
     Ok(Outcome::InputRequired(InputRequired {
         requests: requests
             .into_iter()
@@ -139,7 +139,7 @@ fn ask(requests: Vec<(&str, InputRequest)>, state: Option<&str>) -> Result<Outco
     }))
 }
 
-fn done(text: String) -> Result<Outcome, ToolError> {
+pub(crate) fn done(text: String) -> Result<Outcome, ToolError> {
     Ok(Outcome::Complete(ToolResult {
         content: vec![Content::Text(text)],
         structured: None,
@@ -147,7 +147,7 @@ fn done(text: String) -> Result<Outcome, ToolError> {
 }
 
 /// The answer under `key`, as JSON.
-fn answer(context: &CallContext, key: &str) -> Option<Value> {
+pub(crate) fn answer(context: &CallContext, key: &str) -> Option<Value> {
     let (_, text) = context.input_responses.iter().find(|(k, _)| k == key)?;
     serde_json::from_str(text).ok()
 }

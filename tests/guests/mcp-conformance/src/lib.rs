@@ -1,7 +1,8 @@
 //! The tools the official MCP conformance suite (`@modelcontextprotocol/conformance`, server
 //! mode) calls by name, for `host mcp --http` to serve, written against tool contract 0.2
 //! (`wit/tool.wit`): text, images, audio, embedded resources, progress, requests for input
-//! (from tools and from a prompt), resources and prompts. What the suite's revisions still
+//! (from tools and from a prompt), resources and prompts, and the
+//! tools of the tasks scenarios (`tasks.rs`). What the suite's revisions still
 //! fail is in `tests/mcp_server/conformance-*.yml`, each with its reason.
 
 wit_bindgen::generate!({
@@ -17,6 +18,7 @@ use exports::toolhost::tool::{prompts, resources};
 use toolhost::tool::report;
 
 mod asking;
+mod tasks;
 
 /// No arguments at all.
 const EMPTY: &str = r#"{"type":"object","properties":{},"additionalProperties":false}"#;
@@ -142,6 +144,7 @@ impl Guest for Conformance {
         TOOLS
             .iter()
             .chain(asking::TOOLS.iter())
+            .chain(tasks::TOOLS.iter())
             .map(|(name, description, schema)| ToolSpec {
                 name: (*name).to_owned(),
                 title: None,
@@ -161,6 +164,9 @@ impl Guest for Conformance {
 
     fn call(name: String, arguments: String, context: CallContext) -> Result<Outcome, ToolError> {
         if let Some(outcome) = asking::call(&name, &arguments, &context) {
+            return outcome;
+        }
+        if let Some(outcome) = tasks::call(&name, &arguments, &context) {
             return outcome;
         }
         complete(&name, &arguments).map(Outcome::Complete)

@@ -1,0 +1,183 @@
+//! What running a call as a task costs (the MCP tasks extension): the calculator's `add` as a
+//! plain `tools/call` against the same call run as a task (its `tools/call`, which answers
+//! with the task, then `tasks/get` until the result is there), with the tasks in memory and
+//! in a real Redis (tests/support/redis.rs), over `host mcp --http` in this process, in
+//! interleaved rounds, each client with a session on a kept-alive connection.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+use toolhost::mcp::server::{HttpServerOptions, McpServer, serve_http};
+use toolhost::{Host, Runtime, RuntimeConfig};
+use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::mcp::{HttpClient, messages};
+use toolhost_tests::redis::Redis;
+
+use super::{Bench, Stats, fmt, ratio};
+
+/// Prints the section, and adds `task_over_plain` and `redis_task_over_plain` to the summary.
+pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    let calls = bench.scaled(bench.iterations / 4, bench.iterations);
+    let redis = Redis::start();
+    let cache = tempfile::tempdir()?;
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..RuntimeConfig::default()
+    })?;
+    let memory = serve(&runtime, cache.path(), None).await?;
+    let shared = serve(&runtime, cache.path(), Some(&redis.url())).await?;
+    let mut plain = HttpClient::new(&memory);
+    plain.initialize().await;
+    let mut in_memory = tasks_client(&memory).await?;
+    let mut in_redis = tasks_client(&shared).await?;
+
+    let rounds = 10;
+    let per_round = (calls / rounds).max(5);
+    let (mut plains, mut memories, mut redises) = (Vec::new(), Vec::new(), Vec::new());
+    let mut gets = [0usize; 2];
+    for round in 0..=rounds {
+        for _ in 0..per_round {
+            let a = call(&mut plain).await?;
+            let (b, memory_gets) = task(&mut in_memory).await?;
+            let (c, redis_gets) = task(&mut in_redis).await?;
+            if round > 0 {
+                plains.push(a);
+                memories.push(b);
+                redises.push(c);
+                gets[0] += memory_gets;
+                gets[1] += redis_gets;
+            }
+        }
+    }
+    let tasks = memories.len().max(1) as f64;
+    let (plain, memory, redis) = (Stats::of(plains), Stats::of(memories), Stats::of(redises));
+    println!();
+    println!("MCP over HTTP: a call run as a task (create, then tasks/get until the result)");
+    println!("{:<44} {:>12} {:>12}", "", "median", "p90");
+    plain.row("  plain tools/call");
+    memory.row("  as a task, in memory");
+    redis.row("  as a task, in Redis");
+    let over = ratio(memory.median, plain.median);
+    let redis_over = ratio(redis.median, plain.median);
+    println!("task (memory) / plain:        {over:>8.2}x");
+    println!("task (Redis) / plain:         {redis_over:>8.2}x");
+    println!(
+        "added per call:               {:>8} in memory, {} in Redis",
+        fmt(memory.median.saturating_sub(plain.median)),
+        fmt(redis.median.saturating_sub(plain.median))
+    );
+    println!(
+        "tasks/get per task:           {:>8.2} in memory, {:.2} in Redis",
+        gets[0] as f64 / tasks,
+        gets[1] as f64 / tasks
+    );
+    bench.summary.add("task_over_plain", format!("{over:.2}"));
+    bench
+        .summary
+        .add("redis_task_over_plain", format!("{redis_over:.2}"));
+    Ok(())
+}
+
+/// Serves the calculator, its `add` run as a task when the client declared the extension,
+/// with its tasks in `store` (memory when none), on a free loopback port; its `/mcp` URL.
+async fn serve(
+    runtime: &Runtime,
+    dir: &std::path::Path,
+    store: Option<&str>,
+) -> anyhow::Result<String> {
+    let store = store
+        .map(|url| format!("store = {url:?}\n"))
+        .unwrap_or_default();
+    let manifest = dir.join(format!("tasks-{}.toml", store.len()));
+    std::fs::write(
+        &manifest,
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[tools.add]\ntask = \"optional\"\n\n\
+             [mcp.tasks]\n{store}max_per_caller = 100000\nmax = 100000\n"
+        ),
+    )?;
+    let host = Host::builder()
+        .runtime(runtime.clone())
+        .manifest(&manifest)
+        .build()
+        .await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(serve_http(
+        McpServer::new(Arc::new(host)),
+        listener,
+        HttpServerOptions::default(),
+        std::future::pending(),
+    ));
+    Ok(url)
+}
+
+/// A client of `url` in a session that declared the tasks extension.
+async fn tasks_client(url: &str) -> anyhow::Result<HttpClient> {
+    let mut client = HttpClient::new(url);
+    let params = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } },
+        "clientInfo": { "name": "bench", "version": "0" },
+    });
+    client.request("initialize", params).await;
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    client.post(&initialized).send().await?;
+    Ok(client)
+}
+
+/// Sends `method` with `params`; the answer's result, and how long it took.
+async fn send(
+    client: &mut HttpClient,
+    method: &str,
+    params: Value,
+) -> anyhow::Result<(Value, Duration)> {
+    let (id, message) = client.message(method, params);
+    let began = Instant::now();
+    let response = client.post(&message).send().await?;
+    let status = response.status();
+    let body = response.text().await?;
+    let took = began.elapsed();
+    anyhow::ensure!(status.is_success(), "HTTP {status}: {body}");
+    let answer: Value = messages(&body)
+        .into_iter()
+        .find(|m| m["id"] == json!(id))
+        .context("no answer")?;
+    let result = answer.get("result").cloned().context(format!("{answer}"))?;
+    Ok((result, took))
+}
+
+/// One plain `tools/call` of `add`, checked; how long it took.
+async fn call(client: &mut HttpClient) -> anyhow::Result<Duration> {
+    let params = json!({ "name": "add", "arguments": { "a": 1, "b": 2 } });
+    let (result, took) = send(client, "tools/call", params).await?;
+    anyhow::ensure!(result["structuredContent"]["result"] == 3.0, "{result}");
+    Ok(took)
+}
+
+/// `add` as a task: created, then `tasks/get` until it completed (at once, no wait between);
+/// the time from the create to the result, and how many `tasks/get` it took.
+async fn task(client: &mut HttpClient) -> anyhow::Result<(Duration, usize)> {
+    let params = json!({ "name": "add", "arguments": { "a": 1, "b": 2 } });
+    let began = Instant::now();
+    let (created, _) = send(client, "tools/call", params).await?;
+    anyhow::ensure!(created["resultType"] == "task", "{created}");
+    let id = created["taskId"].clone();
+    for gets in 1..=10_000 {
+        let (state, _) = send(client, "tasks/get", json!({ "taskId": id })).await?;
+        match state["status"].as_str() {
+            Some("completed") => {
+                anyhow::ensure!(
+                    state["result"]["structuredContent"]["result"] == 3.0,
+                    "{state}"
+                );
+                return Ok((began.elapsed(), gets));
+            }
+            Some("working") => {}
+            _ => anyhow::bail!("the task did not complete: {state}"),
+        }
+    }
+    anyhow::bail!("the task was still working after 10,000 tasks/get")
+}
