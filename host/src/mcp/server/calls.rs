@@ -302,6 +302,7 @@ impl Finished {
                 logs: Vec::new(),
                 result: Ok(CallToolResult::success(Vec::new())),
                 asked: Some(question),
+                outcome: "input_required",
             },
         }
     }
@@ -309,7 +310,8 @@ impl Finished {
     /// A call of `name` the client did not approve (it answered `action`): it did not run.
     fn not_approved(name: &str, action: &str) -> Self {
         let text = format!(
-            "the call of `{}` did not run: it needs approval, and the client answered              `{action}` when asked",
+            "the call of `{}` did not run: it needs approval, and the client answered \
+             `{action}` when asked",
             shortened(name)
         );
         Self {
@@ -319,6 +321,7 @@ impl Finished {
                 logs: Vec::new(),
                 result: Ok(error_result(text)),
                 asked: None,
+                outcome: "rejected",
             },
         }
     }
