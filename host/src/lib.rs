@@ -60,6 +60,7 @@ mod asking;
 mod caller;
 #[cfg(feature = "cli")]
 pub mod check;
+pub mod code;
 mod content;
 mod engine;
 mod english;
@@ -103,8 +104,9 @@ pub use engine::component::{ComponentConfig, LoadedComponent};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use engine::fuzzing as engine_fuzzing;
+pub use engine::runner::{CodeRunner, ProgramRun};
 pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
-pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
+pub use error::{CallError, ErrorKind, LoadError, ProgramError, TimeLimit};
 pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};
 pub use manifest::{

@@ -7,7 +7,9 @@
 
 mod call;
 mod load;
+mod program;
 
 pub(crate) use call::chain;
 pub use call::{CallError, ErrorKind, TimeLimit};
 pub use load::LoadError;
+pub use program::ProgramError;

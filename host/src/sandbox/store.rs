@@ -14,6 +14,7 @@ use super::Sandbox;
 use super::egress::{Denials, HttpEgress, socket_check};
 use super::limits::{Limits, MemoryLimiter};
 use super::output::LogPipe;
+use super::program::ProgramState;
 use super::report::CallReports;
 use crate::error::{CallError, TimeLimit};
 
@@ -33,6 +34,8 @@ pub(crate) struct StoreState {
     pub(crate) wasm_clock: WasmClock,
     /// The tool's progress reports and log lines, and where they go.
     pub(crate) reports: CallReports,
+    /// A program's calls and output, in a code runner's store; `None` in a tool's.
+    pub(crate) program: Option<ProgramState>,
 }
 
 impl WasiView for StoreState {
@@ -96,6 +99,7 @@ impl Sandbox {
             denials,
             wasm_clock: WasmClock::default(),
             reports: CallReports::default(),
+            program: None,
         })
     }
 }
