@@ -1,0 +1,318 @@
+//! Code mode in the loop, played byte for byte by the scripted model in both wire formats:
+//! the model offered one tool that lists the others as typed signatures, a program (the one
+//! docs/code-mode.md shows) that lists, reads and sums files and writes a note, its nested
+//! calls approved and audited with the program's call as their parent; and the same task
+//! without code mode, side by side: model turns and request bytes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+use toolhost::agent::{
+    Agent, AgentOptions, ApprovalMode, ApprovalRules, AuditLog, Conversation, RunOptions, RunResult,
+};
+use toolhost::code::{CodeMode, CodeModeConfig};
+use toolhost::sandbox::DirGrant;
+use toolhost::{ComponentConfig, Toolbox};
+use toolhost_tests::components::{FILES, RUNNER_JS};
+use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
+use toolhost_tests::{runtime, scripted};
+
+use super::{http_options, provider, sent};
+
+/// The example program of docs/code-mode.md: its first `javascript` block.
+pub fn example_program() -> String {
+    let page = include_str!("../../docs/code-mode.md");
+    let start = page
+        .find("```javascript\n")
+        .expect("the page shows a program")
+        + 14;
+    let length = page[start..].find("```").expect("the block ends");
+    page[start..start + length].to_owned()
+}
+
+/// The JavaScript runner, loaded once.
+pub async fn code_mode() -> Arc<CodeMode> {
+    static CODE: OnceCell<Arc<CodeMode>> = OnceCell::const_new();
+    CODE.get_or_init(|| async {
+        let config = CodeModeConfig::new(scripted(RUNNER_JS));
+        Arc::new(
+            CodeMode::load(&runtime(), config)
+                .await
+                .expect("the runner loads"),
+        )
+    })
+    .await
+    .clone()
+}
+
+/// Sales files in a fresh data directory, and a notes directory: (data, notes, the total).
+fn sales() -> (tempfile::TempDir, tempfile::TempDir, u64) {
+    let data = tempfile::tempdir().unwrap();
+    let mut total = 0;
+    for (region, base) in [("north", 3), ("south", 5), ("east", 7)] {
+        let mut csv = String::from("item,amount\n");
+        for row in 0..40u64 {
+            let amount = base * (row + 1);
+            total += amount;
+            csv.push_str(&format!("widget-{region}-{row:02},{amount}\n"));
+        }
+        std::fs::write(data.path().join(format!("sales-{region}.csv")), csv).unwrap();
+    }
+    std::fs::write(data.path().join("readme.txt"), "not a table").unwrap();
+    (data, tempfile::tempdir().unwrap(), total)
+}
+
+async fn files(data: &Path, notes: &Path) -> Arc<Toolbox> {
+    let mut config = ComponentConfig::new(FILES);
+    config.grants.dirs = vec![
+        DirGrant {
+            host: data.to_owned(),
+            guest: "/data".to_owned(),
+            write: false,
+        },
+        DirGrant {
+            host: notes.to_owned(),
+            guest: "/notes".to_owned(),
+            write: true,
+        },
+    ];
+    Arc::new(
+        Toolbox::builder(&runtime())
+            .component(config)
+            .build()
+            .await
+            .unwrap(),
+    )
+}
+
+/// The bytes of every request the model was sent.
+fn request_bytes(model: &ScriptedModel) -> usize {
+    model
+        .requests()
+        .iter()
+        .map(|request| request.body.len())
+        .sum()
+}
+
+async fn run(
+    model: &ScriptedModel,
+    toolbox: Arc<Toolbox>,
+    agent_options: AgentOptions,
+    options: &RunOptions,
+    audit: Option<&Path>,
+) -> RunResult {
+    let mut agent = Agent::new(
+        provider(model.format(), &model.base_url(), http_options()),
+        toolbox,
+        agent_options,
+    );
+    if let Some(path) = audit {
+        agent = agent.with_audit(Arc::new(AuditLog::open(path).unwrap()));
+    }
+    let mut conversation = Conversation::new();
+    conversation
+        .push_user("Add up the amounts of the CSV files in /data and save the total in a note.");
+    agent
+        .run(&mut conversation, options, &mut |_| {})
+        .await
+        .unwrap()
+}
+
+/// The same task, step by step: list, read every file (one turn, in parallel), write, answer.
+fn step_by_step(total: u64) -> Vec<Turn> {
+    let read = |id: &str, region: &str| {
+        call(
+            id,
+            "read_file",
+            &json!({"path": format!("/data/sales-{region}.csv")}).to_string(),
+        )
+    };
+    vec![
+        calls(vec![call("l1", "list_files", r#"{"path": "/data"}"#)]),
+        calls(vec![
+            read("r1", "east"),
+            read("r2", "north"),
+            read("r3", "south"),
+        ]),
+        calls(vec![call(
+            "w1",
+            "write_note",
+            &json!({"title": "sales total", "text": format!("The total of 3 files is {total}.")})
+                .to_string(),
+        )]),
+        text(&format!("The total is {total}.")),
+    ]
+}
+
+/// The task as one program.
+fn as_program(total: u64) -> Vec<Turn> {
+    vec![
+        calls(vec![call(
+            "p1",
+            "run_code",
+            &json!({"code": example_program()}).to_string(),
+        )]),
+        text(&format!("The total is {total}.")),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let (data, notes, total) = sales();
+        let toolbox = files(data.path(), notes.path()).await;
+        let note = notes.path().join("sales-total.md");
+        let expected_note = format!("# sales total\n\nThe total of 3 files is {total}.\n");
+
+        let plain = ScriptedModel::start(format, step_by_step(total)).await;
+        let result = run(
+            &plain,
+            toolbox.clone(),
+            AgentOptions::default(),
+            &RunOptions::default(),
+            None,
+        )
+        .await;
+        assert_eq!(result.text, format!("The total is {total}."));
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+        std::fs::remove_file(&note).unwrap();
+
+        let coded = ScriptedModel::start(format, as_program(total)).await;
+        let options = RunOptions {
+            code_mode: Some(code_mode().await),
+            ..RunOptions::default()
+        };
+        let result = run(&coded, toolbox, AgentOptions::default(), &options, None).await;
+        assert_eq!(result.text, format!("The total is {total}."));
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+
+        // The model was offered one tool, which lists the others as typed signatures.
+        let bodies = coded.bodies();
+        assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+        let offered = bodies[0].to_string();
+        assert!(
+            offered.contains("list_files(args: { path: string"),
+            "{offered}"
+        );
+        assert!(
+            offered.contains("write_note(args: { text: string"),
+            "{offered}"
+        );
+        // Its one result holds the program's value, what it printed, and each call.
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        assert_eq!(report["result"], json!({"files": 3, "total": total}));
+        assert_eq!(report["printed"], "read 3 files\n");
+        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            tools,
+            [
+                "list_files",
+                "read_file",
+                "read_file",
+                "read_file",
+                "write_note"
+            ]
+        );
+        assert_eq!(execution.nested[4].call_id, "p1.4");
+        assert!(
+            bodies[1]
+                .to_string()
+                .contains(&format!(r#"\"total\":{total}"#))
+        );
+
+        // Fewer turns, measured side by side.
+        let (plain_turns, coded_turns) = (plain.requests().len(), coded.requests().len());
+        assert_eq!((plain_turns, coded_turns), (4, 2));
+        println!(
+            "{format:?}: step by step {plain_turns} turns, {} request bytes; one program \
+             {coded_turns} turns, {} request bytes",
+            request_bytes(&plain),
+            request_bytes(&coded)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is_audited() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let (data, notes, total) = sales();
+        let toolbox = files(data.path(), notes.path()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let program = r#"
+            const text = await tools.read_file({ path: "/data/sales-north.csv" });
+            try {
+                await tools.write_note({ title: "north", text });
+                return "written";
+            } catch (error) {
+                return `${error.kind}: ${error.message}`;
+            }
+        "#;
+        let model = ScriptedModel::start(
+            format,
+            vec![
+                calls(vec![call(
+                    "p1",
+                    "run_code",
+                    &json!({"code": program}).to_string(),
+                )]),
+                text("It needs your approval."),
+            ],
+        )
+        .await;
+        let agent_options = AgentOptions {
+            approval: ApprovalRules {
+                tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
+                ..ApprovalRules::default()
+            },
+            ..AgentOptions::default()
+        };
+        let options = RunOptions {
+            code_mode: Some(code_mode().await),
+            ..RunOptions::default()
+        };
+        let result = run(&model, toolbox, agent_options, &options, Some(&audit)).await;
+        assert_eq!(result.text, "It needs your approval.");
+        let report: Value = serde_json::from_str(&result.executions[0].output).unwrap();
+        let said = report["result"].as_str().unwrap();
+        assert!(
+            said.starts_with("denied: `write_note` needs a person's approval"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_dir(notes.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+
+        let lines: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let summary: Vec<(&str, &str, &str, Option<&str>)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["call_id"].as_str().unwrap(),
+                    l["tool"].as_str().unwrap(),
+                    l["outcome"].as_str().unwrap(),
+                    l["parent"].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("p1.0", "read_file", "ok", Some("p1")),
+                ("p1.1", "write_note", "rejected", Some("p1")),
+                ("p1", "run_code", "ok", None),
+            ]
+        );
+        assert_eq!(lines[1]["approval"], "rejected");
+        let _ = total;
+    }
+}
