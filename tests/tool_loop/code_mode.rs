@@ -15,6 +15,7 @@ use toolhost::agent::{
 use toolhost::code::{CodeMode, CodeModeConfig};
 use toolhost::sandbox::DirGrant;
 use toolhost::{ComponentConfig, Toolbox};
+use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::components::{FILES, RUNNER_JS};
 use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
 use toolhost_tests::{runtime, scripted};
@@ -315,4 +316,83 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
         assert_eq!(lines[1]["approval"], "rejected");
         let _ = total;
     }
+}
+
+/// `host run` in code mode, turned on by `flag` (else by the manifest's `[code_mode]`),
+/// against a model that writes one program of the calculator's calls.
+async fn host_run_in_code_mode(format: Format, flag: bool) -> toolhost_tests::cli::HostOutput {
+    let program = "const roots = await Promise.all([16, 81].map((x) => tools.square_root({x})));\n\
+                   console.log('roots', roots);\n\
+                   return await tools.add({a: roots[0], b: roots[1]});";
+    let model = ScriptedModel::start(
+        format,
+        vec![
+            calls(vec![call(
+                "p1",
+                "run_code",
+                &json!({"code": program}).to_string(),
+            )]),
+            text("It is 13."),
+        ],
+    )
+    .await;
+    let enabled = if flag { "" } else { "enabled = true\n" };
+    let manifest = ManifestFile::calculator(&format!(
+        "[code_mode]\n{enabled}runner = {:?}\nmax_calls = 5\n",
+        scripted(RUNNER_JS)
+    ));
+    let mut command = HostCommand::new("run").manifest(&manifest).model(&model);
+    if flag {
+        command = command.arg("--code-mode");
+    }
+    let out = command.args(["--json", "What is √16 + √81?"]).run().await;
+    let bodies = model.bodies();
+    assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_offers_run_code_with_the_flag_or_the_manifest_key() {
+    for (format, flag) in [(Format::OpenAi, true), (Format::Anthropic, false)] {
+        let out = host_run_in_code_mode(format, flag).await;
+        out.assert_success();
+        let result = &out.json()["result"];
+        assert_eq!(result["text"], "It is 13.");
+        let execution = &result["executions"][0];
+        assert_eq!(execution["name"], "run_code");
+        let report: Value = serde_json::from_str(execution["output"].as_str().unwrap()).unwrap();
+        assert_eq!(report["result"], json!(13));
+        assert_eq!(report["printed"], "roots [4,9]\n");
+        let nested: Vec<&str> = execution["nested"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|call| call["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(nested, ["square_root", "square_root", "add"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_names_the_missing_runner_and_the_fix() {
+    let manifest = ManifestFile::calculator("[code_mode]\nenabled = true\n");
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .args([
+            "--model",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "hi",
+        ])
+        .run()
+        .await;
+    assert!(!out.status.success());
+    let stderr = &out.stderr;
+    assert!(
+        stderr.contains("code mode cannot load its runner"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dist/runner-js.wasm"), "{stderr}");
+    assert!(stderr.contains("just tools"), "{stderr}");
 }

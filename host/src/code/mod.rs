@@ -35,6 +35,7 @@ pub use signatures::signature;
 use crate::engine::runner::{CodeRunner, ProgramRun};
 use crate::engine::runtime::Runtime;
 use crate::error::LoadError;
+use crate::manifest::Manifest;
 use crate::sandbox::{Limits, NestedCalls, ProgramLimits};
 use crate::spec::ToolSpec;
 
@@ -61,7 +62,43 @@ pub struct CodeModeConfig {
     pub max_description: usize,
 }
 
+/// Where the runner is when the manifest does not say: next to the example tools.
+pub const DEFAULT_RUNNER: &str = "dist/runner-js.wasm";
+
 impl CodeModeConfig {
+    /// The settings of a manifest's `[code_mode]` (whether or not it is `enabled`): paths
+    /// relative to the manifest's directory, its limits over the manifest's `[limits]`.
+    pub fn from_manifest(manifest: &Manifest) -> Self {
+        let section = &manifest.code_mode;
+        let defaults = ProgramLimits::default();
+        let runner = section
+            .runner
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_RUNNER));
+        Self {
+            runner: manifest.base_dir().join(runner),
+            tool: section
+                .tool
+                .clone()
+                .unwrap_or_else(|| DEFAULT_TOOL.to_owned()),
+            limits: section
+                .limits
+                .apply(manifest.limits.apply(Limits::default())),
+            program: ProgramLimits {
+                max_calls: section.max_calls.unwrap_or(defaults.max_calls),
+                max_parallel_calls: section
+                    .max_parallel_calls
+                    .unwrap_or(defaults.max_parallel_calls),
+                max_output: section
+                    .max_output
+                    .map_or(defaults.max_output, |size| bytes(size.0)),
+            },
+            max_description: section
+                .max_description
+                .map_or(DEFAULT_MAX_DESCRIPTION, |size| bytes(size.0)),
+        }
+    }
+
     /// Code mode with the runner at `runner` and every other setting at its default.
     pub fn new(runner: impl Into<PathBuf>) -> Self {
         Self {
@@ -147,6 +184,10 @@ impl CodeMode {
                     .to_owned()
             })
     }
+}
+
+fn bytes(size: u64) -> usize {
+    usize::try_from(size).unwrap_or(usize::MAX)
 }
 
 /// How a program is written, then the tools' signatures, within `max` bytes.

@@ -80,6 +80,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub mod access;
+pub mod code_mode;
 pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
@@ -88,6 +89,7 @@ pub mod resource_server;
 mod sections;
 
 pub use access::{AccessRule, PerCallerLimits};
+pub use code_mode::CodeModeSection;
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};
@@ -133,6 +135,9 @@ pub struct Manifest {
     /// Components from OCI registries: signatures, plain HTTP, the pull timeout (`[oci]`).
     #[serde(default)]
     pub oci: OciSection,
+    /// Code mode: one tool whose program calls the others (`[code_mode]`).
+    #[serde(default)]
+    pub code_mode: CodeModeSection,
     /// The file it was read from, when it was read from one.
     #[serde(skip)]
     pub path: Option<PathBuf>,
