@@ -24,7 +24,10 @@
 //! - **oauth** (`oauth.rs`): a call with a validated (cached) JWT access token against one with
 //!   no auth, over `host mcp --http`;
 //! - **fairness** (`fairness.rs`): a quiet caller's latency while another floods, without and
-//!   with per-caller limits.
+//!   with per-caller limits;
+//! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
+//!   next to a plain call, and a multi-step task's model turns and request bytes with and
+//!   without code mode, in both wire formats.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -41,6 +44,7 @@
 
 mod baseline;
 mod calls;
+mod code_mode;
 mod components;
 mod fairness;
 mod mcp;
@@ -143,6 +147,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "fairness",
         run: |bench| Box::pin(fairness::report(bench)),
+    },
+    Section {
+        name: "code_mode",
+        run: |bench| Box::pin(code_mode::report(bench)),
     },
 ];
 

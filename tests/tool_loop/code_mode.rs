@@ -4,189 +4,45 @@
 //! calls approved and audited with the program's call as their parent; and the same task
 //! without code mode, side by side: model turns and request bytes.
 
-use std::path::Path;
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
-use toolhost::agent::{
-    Agent, AgentOptions, ApprovalMode, ApprovalRules, AuditLog, Conversation, RunOptions, RunResult,
-};
-use toolhost::code::{CodeMode, CodeModeConfig};
-use toolhost::sandbox::DirGrant;
-use toolhost::{ComponentConfig, Toolbox};
+use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::components::{FILES, RUNNER_JS};
-use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
+use toolhost_tests::code_mode::{Sales, code_mode, request_bytes, run};
+use toolhost_tests::components::RUNNER_JS;
+use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
 
-use super::{http_options, provider, sent};
-
-/// The example program of docs/code-mode.md: its first `javascript` block.
-pub fn example_program() -> String {
-    let page = include_str!("../../docs/code-mode.md");
-    let start = page
-        .find("```javascript\n")
-        .expect("the page shows a program")
-        + 14;
-    let length = page[start..].find("```").expect("the block ends");
-    page[start..start + length].to_owned()
-}
-
-/// The JavaScript runner, loaded once.
-pub async fn code_mode() -> Arc<CodeMode> {
-    static CODE: OnceCell<Arc<CodeMode>> = OnceCell::const_new();
-    CODE.get_or_init(|| async {
-        let config = CodeModeConfig::new(scripted(RUNNER_JS));
-        Arc::new(
-            CodeMode::load(&runtime(), config)
-                .await
-                .expect("the runner loads"),
-        )
-    })
-    .await
-    .clone()
-}
-
-/// Sales files in a fresh data directory, and a notes directory: (data, notes, the total).
-fn sales() -> (tempfile::TempDir, tempfile::TempDir, u64) {
-    let data = tempfile::tempdir().unwrap();
-    let mut total = 0;
-    for (region, base) in [("north", 3), ("south", 5), ("east", 7)] {
-        let mut csv = String::from("item,amount\n");
-        for row in 0..40u64 {
-            let amount = base * (row + 1);
-            total += amount;
-            csv.push_str(&format!("widget-{region}-{row:02},{amount}\n"));
-        }
-        std::fs::write(data.path().join(format!("sales-{region}.csv")), csv).unwrap();
-    }
-    std::fs::write(data.path().join("readme.txt"), "not a table").unwrap();
-    (data, tempfile::tempdir().unwrap(), total)
-}
-
-async fn files(data: &Path, notes: &Path) -> Arc<Toolbox> {
-    let mut config = ComponentConfig::new(FILES);
-    config.grants.dirs = vec![
-        DirGrant {
-            host: data.to_owned(),
-            guest: "/data".to_owned(),
-            write: false,
-        },
-        DirGrant {
-            host: notes.to_owned(),
-            guest: "/notes".to_owned(),
-            write: true,
-        },
-    ];
-    Arc::new(
-        Toolbox::builder(&runtime())
-            .component(config)
-            .build()
-            .await
-            .unwrap(),
-    )
-}
-
-/// The bytes of every request the model was sent.
-fn request_bytes(model: &ScriptedModel) -> usize {
-    model
-        .requests()
-        .iter()
-        .map(|request| request.body.len())
-        .sum()
-}
-
-async fn run(
-    model: &ScriptedModel,
-    toolbox: Arc<Toolbox>,
-    agent_options: AgentOptions,
-    options: &RunOptions,
-    audit: Option<&Path>,
-) -> RunResult {
-    let mut agent = Agent::new(
-        provider(model.format(), &model.base_url(), http_options()),
-        toolbox,
-        agent_options,
-    );
-    if let Some(path) = audit {
-        agent = agent.with_audit(Arc::new(AuditLog::open(path).unwrap()));
-    }
-    let mut conversation = Conversation::new();
-    conversation
-        .push_user("Add up the amounts of the CSV files in /data and save the total in a note.");
-    agent
-        .run(&mut conversation, options, &mut |_| {})
-        .await
-        .unwrap()
-}
-
-/// The same task, step by step: list, read every file (one turn, in parallel), write, answer.
-fn step_by_step(total: u64) -> Vec<Turn> {
-    let read = |id: &str, region: &str| {
-        call(
-            id,
-            "read_file",
-            &json!({"path": format!("/data/sales-{region}.csv")}).to_string(),
-        )
-    };
-    vec![
-        calls(vec![call("l1", "list_files", r#"{"path": "/data"}"#)]),
-        calls(vec![
-            read("r1", "east"),
-            read("r2", "north"),
-            read("r3", "south"),
-        ]),
-        calls(vec![call(
-            "w1",
-            "write_note",
-            &json!({"title": "sales total", "text": format!("The total of 3 files is {total}.")})
-                .to_string(),
-        )]),
-        text(&format!("The total is {total}.")),
-    ]
-}
-
-/// The task as one program.
-fn as_program(total: u64) -> Vec<Turn> {
-    vec![
-        calls(vec![call(
-            "p1",
-            "run_code",
-            &json!({"code": example_program()}).to_string(),
-        )]),
-        text(&format!("The total is {total}.")),
-    ]
-}
+use super::sent;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
     for format in [Format::OpenAi, Format::Anthropic] {
-        let (data, notes, total) = sales();
-        let toolbox = files(data.path(), notes.path()).await;
-        let note = notes.path().join("sales-total.md");
-        let expected_note = format!("# sales total\n\nThe total of 3 files is {total}.\n");
+        let sales = Sales::new();
+        let total = sales.total;
+        let toolbox = sales.toolbox(&runtime()).await;
+        let (note, expected_note) = sales.note();
 
-        let plain = ScriptedModel::start(format, step_by_step(total)).await;
+        let plain = ScriptedModel::start(format, sales.step_by_step()).await;
+        let options = RunOptions::default();
         let result = run(
             &plain,
             toolbox.clone(),
             AgentOptions::default(),
-            &RunOptions::default(),
+            &options,
             None,
         )
         .await;
-        assert_eq!(result.text, format!("The total is {total}."));
+        assert_eq!(result.text, sales.answer());
         assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
         std::fs::remove_file(&note).unwrap();
 
-        let coded = ScriptedModel::start(format, as_program(total)).await;
+        let coded = ScriptedModel::start(format, sales.as_program()).await;
         let options = RunOptions {
-            code_mode: Some(code_mode().await),
+            code_mode: Some(code_mode(&runtime()).await),
             ..RunOptions::default()
         };
         let result = run(&coded, toolbox, AgentOptions::default(), &options, None).await;
-        assert_eq!(result.text, format!("The total is {total}."));
+        assert_eq!(result.text, sales.answer());
         assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
 
         // The model was offered one tool, which lists the others as typed signatures.
@@ -239,8 +95,8 @@ async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is_audited() {
     for format in [Format::OpenAi, Format::Anthropic] {
-        let (data, notes, total) = sales();
-        let toolbox = files(data.path(), notes.path()).await;
+        let sales = Sales::new();
+        let toolbox = sales.toolbox(&runtime()).await;
         let dir = tempfile::tempdir().unwrap();
         let audit = dir.path().join("audit.jsonl");
         let program = r#"
@@ -272,7 +128,7 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
             ..AgentOptions::default()
         };
         let options = RunOptions {
-            code_mode: Some(code_mode().await),
+            code_mode: Some(code_mode(&runtime()).await),
             ..RunOptions::default()
         };
         let result = run(&model, toolbox, agent_options, &options, Some(&audit)).await;
@@ -284,7 +140,7 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
             "{said}"
         );
         assert_eq!(
-            std::fs::read_dir(notes.path()).unwrap().count(),
+            std::fs::read_dir(sales.notes.path()).unwrap().count(),
             0,
             "nothing written"
         );
@@ -314,7 +170,6 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
             ]
         );
         assert_eq!(lines[1]["approval"], "rejected");
-        let _ = total;
     }
 }
 
