@@ -140,6 +140,8 @@ pub struct ServedCall<'a> {
     pub duration: Duration,
     /// Who made it.
     pub caller: Option<&'a Caller>,
+    /// For a call a program made (code mode): the id of the program's own call.
+    pub parent: Option<&'a str>,
 }
 
 impl ServedCall<'_> {
@@ -166,7 +168,7 @@ impl ServedCall<'_> {
             repeat_of: None,
             reports: ReportCounts::default(),
             caller: self.caller.map(AuditCaller::from),
-            parent: None,
+            parent: self.parent.map(str::to_owned),
         };
         sink.record(&record)
     }

@@ -225,14 +225,11 @@ impl RunCalls {
             };
             return (Err((error, recorded)), Approval::NotRequired);
         }
-        let arguments = match Arguments::parse(&call.arguments) {
-            Ok(arguments) => arguments,
-            Err(_) => {
-                return failed(CallError::InvalidArguments {
-                    tool: call.name.clone(),
-                    message: "the arguments must be a JSON object".to_owned(),
-                });
-            }
+        let Ok(arguments) = Arguments::parse(&call.arguments) else {
+            return failed(CallError::InvalidArguments {
+                tool: call.name.clone(),
+                message: "the arguments must be a JSON object".to_owned(),
+            });
         };
         if self.needs_approval(call) {
             if !self.turn.approved_for_run.contains(&call.name) {

@@ -3,11 +3,14 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use futures::future::BoxFuture;
 
 use crate::error::CallError;
-use crate::sandbox::{NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult};
+use crate::sandbox::{
+    NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult, Observer, Progress,
+};
 use crate::source::{CallContext, ToolOutput};
 use crate::toolbox::Toolbox;
 
@@ -16,6 +19,8 @@ pub struct ToolboxCalls {
     toolbox: Arc<Toolbox>,
     offered: Arc<BTreeSet<String>>,
     context: CallContext,
+    /// Told of each call that ends, as progress of the program's own call.
+    progress: Option<(Observer, String, Arc<AtomicU32>)>,
 }
 
 impl ToolboxCalls {
@@ -26,7 +31,16 @@ impl ToolboxCalls {
             toolbox,
             offered: Arc::new(offered),
             context,
+            progress: None,
         }
+    }
+
+    /// The same, telling `observer` as each call ends: progress of `program` (the tool the
+    /// program runs as), one unit per call, the call's tool and outcome as its message. The
+    /// calls themselves report to no one (their own progress would interleave with it).
+    pub fn with_progress(mut self, observer: Observer, program: &str) -> Self {
+        self.progress = Some((observer, program.to_owned(), Arc::default()));
+        self
     }
 }
 
@@ -41,13 +55,30 @@ impl NestedCalls for ToolboxCalls {
         let offered = self.offered.clone();
         let context = CallContext {
             call_id: nested_id(&self.context.call_id, index),
+            observer: None,
             ..self.context.clone()
         };
+        let progress = self.progress.clone();
         Box::pin(async move {
-            if !offered.contains(&name) {
-                return Err(not_offered(&name, &offered));
+            let ended = if offered.contains(&name) {
+                outcome(toolbox.call(&name, &arguments, &context).await)
+            } else {
+                Err(not_offered(&name, &offered))
+            };
+            if let Some((observer, program, done)) = progress {
+                let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+                let how = match &ended {
+                    Ok(_) => "ok",
+                    Err(error) => error.kind.as_str(),
+                };
+                let progress = Progress {
+                    done: f64::from(done),
+                    total: None,
+                    message: Some(format!("{name}: {how}")),
+                };
+                observer.0.progress(&program, &progress);
             }
-            outcome(toolbox.call(&name, &arguments, &context).await)
+            ended
         })
     }
 }

@@ -37,6 +37,18 @@ pub enum NestedErrorKind {
     Failed,
 }
 
+impl NestedErrorKind {
+    /// The kind as one word, as the report and the log write it (`not_offered`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotOffered => "not_offered",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Denied => "denied",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// A program's tool call that gave no result: why, and what the program is told.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NestedError {

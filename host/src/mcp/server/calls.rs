@@ -104,6 +104,34 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
+        if let Some(code) =
+            (host.code_mode()).filter(|code| code.tool() == name && allowed.tool(name))
+        {
+            let offered = names(served.catalog.names()).into_iter().collect();
+            let context = Self::context(&host, &mut call);
+            let started = Instant::now();
+            let ended = tokio::select! {
+                biased;
+                () = call.cancelled.cancelled() => None,
+                ended = super::code::run(&host, code, offered, context, call.arguments) => {
+                    Some(ended)
+                }
+            };
+            let ended = match ended {
+                Some(ended) => Finished {
+                    outcome: ended.outcome,
+                    error: ended.error,
+                    answer: Answer {
+                        logs: Vec::new(),
+                        result: Ok(ended.result),
+                        asked: None,
+                    },
+                },
+                None => Finished::of(name, None, &served, call.level),
+            };
+            span.record("outcome", ended.outcome);
+            return audited(&host, &call, ended, started.elapsed());
+        }
         if served.get(name).is_none() || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
             let ended = Finished::refused(error);
@@ -337,6 +365,7 @@ fn audited(
         error: ended.error.as_deref(),
         duration,
         caller: call.caller.as_deref(),
+        parent: None,
     };
     match record.record(host.toolbox(), log.as_ref()) {
         Ok(()) => ended.answer,

@@ -45,6 +45,7 @@ pub mod auth;
 mod callers_tests;
 mod calls;
 mod changes;
+mod code;
 mod content;
 mod direct;
 mod disconnect;
