@@ -104,33 +104,9 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
-        if let Some(code) =
-            (host.code_mode()).filter(|code| code.tool() == name && allowed.tool(name))
-        {
+        if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
             let offered = names(served.catalog.names()).into_iter().collect();
-            let context = Self::context(&host, &mut call);
-            let started = Instant::now();
-            let ended = tokio::select! {
-                biased;
-                () = call.cancelled.cancelled() => None,
-                ended = super::code::run(&host, code, offered, context, call.arguments) => {
-                    Some(ended)
-                }
-            };
-            let ended = match ended {
-                Some(ended) => Finished {
-                    outcome: ended.outcome,
-                    error: ended.error,
-                    answer: Answer {
-                        logs: Vec::new(),
-                        result: Ok(ended.result),
-                        asked: None,
-                    },
-                },
-                None => Finished::of(name, None, &served, call.level),
-            };
-            span.record("outcome", ended.outcome);
-            return audited(&host, &call, ended, started.elapsed());
+            return Self::program_call(&host, &served, code, call, offered, &span).await;
         }
         if served.get(name).is_none() || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
@@ -167,6 +143,38 @@ impl McpServer {
         span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
         audited(&host, &call, ended, duration)
+    }
+
+    /// A call of code mode's tool: its program run with the tools in `offered`.
+    async fn program_call(
+        host: &Host,
+        served: &Served,
+        code: &crate::code::CodeMode,
+        mut call: ToolCall<'_>,
+        offered: BTreeSet<String>,
+        span: &tracing::Span,
+    ) -> Answer {
+        let context = Self::context(host, &mut call);
+        let started = Instant::now();
+        let ended = tokio::select! {
+            biased;
+            () = call.cancelled.cancelled() => None,
+            ended = super::code::run(host, code, offered, context, call.arguments) => Some(ended),
+        };
+        let ended = match ended {
+            Some(ended) => Finished {
+                outcome: ended.outcome,
+                error: ended.error,
+                answer: Answer {
+                    logs: Vec::new(),
+                    result: Ok(ended.result),
+                    asked: None,
+                },
+            },
+            None => Finished::of(call.name, None, served, call.level),
+        };
+        span.record("outcome", ended.outcome);
+        audited(host, &call, ended, started.elapsed())
     }
 
     /// A `tools/call` from rmcp's handler: its rounds, when the tool asks for input (the
