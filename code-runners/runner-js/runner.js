@@ -1,5 +1,6 @@
 // The JavaScript code runner (contract toolhost:code@0.1.0, wit/code/runner.wit), built with
-// componentize-js. It runs a program a model wrote as the body of an async function, with
+// componentize-js. It runs a program a model wrote as the body of an async function (or, when
+// it is one expression, returns that expression's value), with
 // `tools` (every tool of the run, as an async function taking its arguments object) and
 // `console` (printing to the host) in scope, and returns what the program returns as JSON.
 //
@@ -87,14 +88,25 @@ function described(error) {
   return `uncaught value: ${line([error])}`;
 }
 
+const PARAMETERS = ["tools", "console", "ToolError"];
+
+/** The program: `code` as one expression whose value it returns, else as a function body. */
+function compiled(code) {
+  try {
+    return new AsyncFunction(...PARAMETERS, `return (${code}\n);`);
+  } catch {
+    // Not an expression: statements, as the tool's description asks for.
+  }
+  try {
+    return new AsyncFunction(...PARAMETERS, code);
+  } catch (error) {
+    throw new RunError("syntax", described(error));
+  }
+}
+
 export const runner = {
   async run(code) {
-    let program;
-    try {
-      program = new AsyncFunction("tools", "console", "ToolError", code);
-    } catch (error) {
-      throw new RunError("syntax", described(error));
-    }
+    const program = compiled(code);
     let value;
     try {
       value = await program(tools, programConsole, ToolError);

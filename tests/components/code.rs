@@ -412,6 +412,16 @@ async fn a_program_has_no_clock() {
 }
 
 #[tokio::test]
+async fn a_program_of_one_expression_returns_its_value() {
+    let run = program("tools.multiply({a: 6, b: 7})").await;
+    assert_eq!(run.result.expect("an expression is a program"), json!(42));
+    // Statements stay statements: `return` is still needed for a value.
+    let run = program("await tools.multiply({a: 6, b: 7});").await;
+    assert_eq!(run.result.expect("statements run"), json!(null));
+    assert_eq!(run.calls.len(), 1);
+}
+
+#[tokio::test]
 async fn a_program_that_does_not_compile_says_where() {
     let broken = program("return (1 + ;").await;
     match broken.result {

@@ -198,7 +198,7 @@ fn description(tools: &[&ToolSpec], max: usize) -> String {
          once. The program is the body of an async function: call a tool with \
          `await tools.NAME({...})`, run calls that do not depend on each other with \
          `await Promise.all([...])`, print with `console.log`, and `return` only the data the \
-         answer needs (it comes back as JSON). A tool returns its typed result (an object) when \
+         answer needs (it comes back as JSON; a program of one expression returns its value). A tool returns its typed result (an object) when \
          it declares one, else its text. A failed call throws a ToolError with `kind` \
          (not-offered, invalid-arguments, denied, failed) and `message`; catch it to go on. \
          There is no file system, network or clock: only the tools.\n\nTools:\n",
