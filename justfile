@@ -81,7 +81,7 @@ lint:
 features:
     #!/usr/bin/env bash
     set -euo pipefail
-    for features in "" cli mcp-server mcp-client oci local-model fuzzing,mcp-client,mcp-server,oci; do
+    for features in "" cli mcp-server mcp-client oci local-model code-mode fuzzing,mcp-client,mcp-server,oci; do
       echo "toolhost with features [$features]"
       cargo clippy --locked --quiet -p toolhost --all-targets --no-default-features \
         --features "$features" -- -D warnings

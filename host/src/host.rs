@@ -12,6 +12,7 @@ use crate::agent::{
     Agent, AgentConfig, AgentError, AgentOptions, ApprovalRules, AuditLog, Conversation, RunEnd,
     RunOptions, RunResult,
 };
+#[cfg(feature = "code-mode")]
 use crate::code::{CodeMode, CodeModeConfig};
 use crate::engine::component::ComponentConfig;
 use crate::engine::runtime::{Runtime, RuntimeConfig};
@@ -53,6 +54,7 @@ pub struct Host {
     audit: Option<Arc<AuditLog>>,
     mcp: McpConfig,
     provider: OnceCell<Arc<dyn Provider>>,
+    #[cfg(feature = "code-mode")]
     code_mode: Option<Arc<CodeMode>>,
 }
 
@@ -105,6 +107,7 @@ pub struct HostBuilder {
     mcp: McpConfig,
     connect: bool,
     code_mode: Option<bool>,
+    #[cfg(feature = "code-mode")]
     code_runner: Option<PathBuf>,
 }
 
@@ -200,6 +203,7 @@ impl HostBuilder {
     }
 
     /// The code runner of code mode, over the manifest's `[code_mode] runner`.
+    #[cfg(feature = "code-mode")]
     pub fn code_runner(mut self, path: impl Into<PathBuf>) -> Self {
         self.code_runner = Some(path.into());
         self
@@ -258,10 +262,20 @@ impl HostBuilder {
         };
         check_tool_options(&toolbox, &manifest.tools)?;
         check_stop_at(&toolbox, &options)?;
-        let code_mode = match self.code_mode.unwrap_or(manifest.code_mode.enabled) {
+        let code_on = self.code_mode.unwrap_or(manifest.code_mode.enabled);
+        #[cfg(feature = "code-mode")]
+        let code_mode = match code_on {
             true => Some(load_code_mode(&runtime, &manifest, self.code_runner).await?),
             false => None,
         };
+        #[cfg(not(feature = "code-mode"))]
+        if code_on {
+            return Err(HostError::Config(
+                "code mode ([code_mode] enabled) needs toolhost's `code-mode` cargo feature, \
+                 which this build leaves out"
+                    .to_owned(),
+            ));
+        }
         let mcp = manifest.mcp.merged(self.mcp);
         check_access(&toolbox, &mcp)?;
         Ok(Host {
@@ -272,12 +286,14 @@ impl HostBuilder {
             audit,
             mcp,
             provider,
+            #[cfg(feature = "code-mode")]
             code_mode,
         })
     }
 }
 
 /// Code mode as the manifest sets it up, with `runner` over its runner.
+#[cfg(feature = "code-mode")]
 async fn load_code_mode(
     runtime: &Runtime,
     manifest: &Manifest,
@@ -468,6 +484,7 @@ impl Host {
     }
 
     /// Code mode, when it is on ([`HostBuilder::code_mode`], `[code_mode] enabled`).
+    #[cfg(feature = "code-mode")]
     pub fn code_mode(&self) -> Option<&Arc<CodeMode>> {
         self.code_mode.as_ref()
     }
@@ -476,6 +493,7 @@ impl Host {
     /// everything else at its default.
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
+            #[cfg(feature = "code-mode")]
             code_mode: self.code_mode.clone(),
             ..RunOptions::default()
         }

@@ -93,6 +93,7 @@ pub use state::RunState;
 
 use crate::arguments::Arguments;
 use crate::asking::Asker;
+#[cfg(feature = "code-mode")]
 use crate::code::CodeMode;
 use crate::llm::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice,
@@ -220,7 +221,8 @@ pub struct RunOptions {
     /// description lists the tools this run offers as typed signatures, and whose program
     /// calls them (each call approved, audited and recorded as the model's would be; one that
     /// needs a person's approval is denied unless its tool was approved for the run). Off by
-    /// default.
+    /// default. (The `code-mode` feature.)
+    #[cfg(feature = "code-mode")]
     pub code_mode: Option<Arc<CodeMode>>,
 }
 
@@ -235,11 +237,7 @@ impl std::fmt::Debug for RunOptions {
                 "needs_approval",
                 &self.needs_approval.as_ref().map(|_| ".."),
             )
-            .field(
-                "code_mode",
-                &self.code_mode.as_ref().map(|mode| mode.tool()),
-            )
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -535,6 +533,7 @@ impl Agent {
                 "tools ranked for the request"
             );
         }
+        #[cfg(feature = "code-mode")]
         if let Some(code) = &options.code_mode {
             // One tool, whose description lists the selected ones, best first.
             let spec = code.spec(&specs);
@@ -555,6 +554,7 @@ impl Agent {
     }
 
     /// What the programs of a run with `options` need, in code mode.
+    #[cfg(feature = "code-mode")]
     fn program_turn(&self, state: &RunState, options: &RunOptions) -> Option<code::ProgramTurn> {
         code::ProgramTurn::new(
             &self.toolbox,
@@ -564,6 +564,12 @@ impl Agent {
             self.audit.clone(),
             state.run_id(),
         )
+    }
+
+    /// Without the `code-mode` feature, a run has no programs.
+    #[cfg(not(feature = "code-mode"))]
+    fn program_turn(&self, _: &RunState, _: &RunOptions) -> Option<code::ProgramTurn> {
+        None
     }
 }
 /// The run's next step from the model's `response`, the conversation told what it said:

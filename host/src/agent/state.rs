@@ -177,6 +177,7 @@ impl RunState {
     }
 
     /// The tools approved for the rest of the run.
+    #[cfg(feature = "code-mode")]
     pub(crate) fn approved_tools(&self) -> &BTreeSet<String> {
         &self.approved_tools
     }

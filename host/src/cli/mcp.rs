@@ -143,11 +143,13 @@ pub struct McpArgs {
 
     /// Code mode: serve one more tool, run_code, whose JavaScript program calls the served
     /// tools (over the manifest's [code_mode] enabled)
+    #[cfg(feature = "code-mode")]
     #[arg(long)]
     code_mode: bool,
 
     /// The code runner of code mode [default: the manifest's [code_mode] runner, else
     /// dist/runner-js.wasm next to the manifest]
+    #[cfg(feature = "code-mode")]
     #[arg(long, value_name = "FILE")]
     code_runner: Option<PathBuf>,
 
@@ -177,9 +179,11 @@ impl McpArgs {
                 ..McpConfig::default()
             });
         let auth = self.resource_server()?;
+        #[cfg(feature = "code-mode")]
         if self.code_mode {
             host = host.code_mode(true);
         }
+        #[cfg(feature = "code-mode")]
         if let Some(runner) = &self.code_runner {
             host = host.code_runner(runner);
         }

@@ -99,11 +99,13 @@ pub struct ModelArgs {
 
     /// Code mode: offer the model one tool, run_code, whose JavaScript program calls the
     /// tools (over the manifest's [code_mode] enabled)
+    #[cfg(feature = "code-mode")]
     #[arg(long, help_heading = "Tools")]
     code_mode: bool,
 
     /// The code runner of code mode [default: the manifest's [code_mode] runner, else
     /// dist/runner-js.wasm next to the manifest]
+    #[cfg(feature = "code-mode")]
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     code_runner: Option<PathBuf>,
 }
@@ -173,9 +175,11 @@ impl ModelArgs {
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit);
         }
+        #[cfg(feature = "code-mode")]
         if self.code_mode {
             builder = builder.code_mode(true);
         }
+        #[cfg(feature = "code-mode")]
         if let Some(runner) = &self.code_runner {
             builder = builder.code_runner(runner);
         }

@@ -118,8 +118,11 @@ fn object(schema: &serde_json::Map<String, Value>, depth: usize, notes: bool) ->
             };
         }
     };
-    let fields: Vec<String> = properties
-        .iter()
+    // Required properties first: the ones a call cannot leave out.
+    let mut ordered: Vec<(&String, &Value)> = properties.iter().collect();
+    ordered.sort_by_key(|(name, _)| !required.contains(&name.as_str()));
+    let fields: Vec<String> = ordered
+        .into_iter()
         .map(|(name, property)| {
             let optional = if required.contains(&name.as_str()) {
                 ""

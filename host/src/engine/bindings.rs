@@ -47,6 +47,7 @@ mod v2_prompts {
 /// The code runner's world: the tools and the output in, `run` out. A program's host
 /// functions are answered from its store's [`ProgramState`](crate::sandbox::program::ProgramState);
 /// starting a call past the limit and printing too much trap, to end the program.
+#[cfg(feature = "code-mode")]
 mod code {
     wasmtime::component::bindgen!({
         path: "../wit/code",
@@ -60,7 +61,9 @@ mod code {
     });
 }
 
+#[cfg(feature = "code-mode")]
 pub(crate) use code::exports::toolhost::code::runner as wit_runner;
+#[cfg(feature = "code-mode")]
 pub(crate) use code::{CodeRunner as RunnerInstance, CodeRunnerPre as RunnerInstancePre};
 
 pub(crate) use v2_prompts::exports::toolhost::tool::prompts as wit_prompts;
@@ -115,6 +118,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
 }
 
 /// A linker for code runners: their world's two interfaces, and nothing else (no WASI).
+#[cfg(feature = "code-mode")]
 pub(crate) fn runner_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
     code::CodeRunner::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(
@@ -340,6 +344,7 @@ impl report::Host for StoreState {
     }
 }
 
+#[cfg(feature = "code-mode")]
 mod program_host {
     use super::code::toolhost::code::{output, tools};
     use crate::sandbox::program::ProgramState;

@@ -29,6 +29,7 @@ pub(crate) mod describe;
 pub mod fuzzing;
 pub(crate) mod offered;
 pub(crate) mod result;
+#[cfg(feature = "code-mode")]
 pub mod runner;
 pub mod runtime;
 pub(crate) mod spare_instance;

@@ -11,6 +11,7 @@ mod grants;
 pub(crate) mod limits;
 mod output;
 mod per_caller;
+#[cfg(feature = "code-mode")]
 pub(crate) mod program;
 pub mod report;
 mod resolve;
@@ -26,6 +27,7 @@ pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{Limits, LimitsConfig};
 pub use output::CapturedLog;
 pub use per_caller::{MAX_NAME, directory_name};
+#[cfg(feature = "code-mode")]
 pub use program::{
     NestedCall, NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult,
     ProgramLimits, ProgramStop,

@@ -14,6 +14,7 @@ use super::Sandbox;
 use super::egress::{Denials, HttpEgress, socket_check};
 use super::limits::{Limits, MemoryLimiter};
 use super::output::LogPipe;
+#[cfg(feature = "code-mode")]
 use super::program::ProgramState;
 use super::report::CallReports;
 use crate::error::{CallError, TimeLimit};
@@ -35,6 +36,7 @@ pub(crate) struct StoreState {
     /// The tool's progress reports and log lines, and where they go.
     pub(crate) reports: CallReports,
     /// A program's calls and output, in a code runner's store; `None` in a tool's.
+    #[cfg(feature = "code-mode")]
     pub(crate) program: Option<ProgramState>,
 }
 
@@ -99,6 +101,7 @@ impl Sandbox {
             denials,
             wasm_clock: WasmClock::default(),
             reports: CallReports::default(),
+            #[cfg(feature = "code-mode")]
             program: None,
         })
     }

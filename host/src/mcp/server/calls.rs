@@ -104,6 +104,7 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
+        #[cfg(feature = "code-mode")]
         if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
             let offered = names(served.catalog.names()).into_iter().collect();
             return Self::program_call(&host, &served, code, call, offered, &span).await;
@@ -146,6 +147,7 @@ impl McpServer {
     }
 
     /// A call of code mode's tool: its program run with the tools in `offered`.
+    #[cfg(feature = "code-mode")]
     async fn program_call(
         host: &Host,
         served: &Served,

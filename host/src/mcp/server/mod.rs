@@ -45,6 +45,7 @@ pub mod auth;
 mod callers_tests;
 mod calls;
 mod changes;
+#[cfg(feature = "code-mode")]
 mod code;
 mod content;
 mod direct;
