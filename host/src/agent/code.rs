@@ -3,7 +3,7 @@
 //! the way a model's call would: a tool the run offers, its arguments checked, the approval
 //! rules (a call that needs a person's approval is denied unless its tool was approved for the
 //! run: a program cannot pause), the audit log (with the program's call as its parent), and the
-//! run's record (under the program's [`ToolExecution::nested`]).
+//! run's record (under the program's [`ToolExecution::nested`](super::ToolExecution::nested)).
 
 #[cfg(feature = "code-mode")]
 pub(crate) use on::ProgramTurn;
@@ -97,8 +97,9 @@ mod on {
                 .filter(|spec| match &options.tools {
                     ToolSelection::All => true,
                     ToolSelection::Only(names) => names.contains(&spec.name),
-                    // The filter chose for the model's request; the program may call what it
-                    // saw listed, which the filter allowed for the conversation at that time.
+                    // A filter chooses for a request from its conversation, which a
+                    // program's calls have none of: the description listed what it chose,
+                    // and the program may call any loaded tool (approval still applies).
                     ToolSelection::Filter(_) => true,
                 })
                 .map(|spec| spec.name.clone())
@@ -165,15 +166,14 @@ mod on {
             if let Some(failure) = lock(&calls.audit_failure).take() {
                 return Err(failure);
             }
-            let report = self.mode.report(&run);
-            let outcome = match (&run.result, &report) {
-                (Ok(_), _) => Outcome::Ok,
-                (Err(error), _) => Outcome::Error {
+            let outcome = match &run.result {
+                Ok(_) => Outcome::Ok,
+                Err(error) => Outcome::Error {
                     kind: ErrorKind::ToolFailed,
                     message: error.to_string(),
                 },
             };
-            let output = report.unwrap_or_else(|error| error);
+            let output = self.mode.report(&run).unwrap_or_else(|error| error);
             let mut nested = std::mem::take(&mut *lock(&calls.made));
             nested.sort_by_key(|(index, _)| *index);
             Ok(ToolExecution {
