@@ -82,7 +82,7 @@ lint:
 features:
     #!/usr/bin/env bash
     set -euo pipefail
-    for features in "" cli mcp-server mcp-client oci local-model redis-tasks fuzzing,mcp-client,mcp-server,oci; do
+    for features in "" cli mcp-server mcp-client oci local-model redis-tasks code-mode fuzzing,mcp-client,mcp-server,oci; do
       echo "toolhost with features [$features]"
       cargo clippy --locked --quiet -p toolhost --all-targets --no-default-features \
         --features "$features" -- -D warnings

@@ -3,7 +3,8 @@
 #   - the Rust tools, members of the example-tools cargo workspace, with one `cargo build`;
 #   - every other directory of example-tools/ that has a build.sh (Python, JavaScript, C, Go),
 #     with `build.sh OUT.wasm`;
-#   - and checksum-c once more, against tool contract 0.1, into dist/checksum-c-0.1.wasm.
+#   - and checksum-c once more, against tool contract 0.1, into dist/checksum-c-0.1.wasm;
+#   - the code runners of code mode (code-runners/<name>/build.sh) into dist/<name>.wasm.
 # Tool directories are discovered, not listed: a new directory with a Cargo.toml (added to the
 # workspace) or a build.sh is built too. Prints one line per component, with its size.
 #
@@ -54,3 +55,13 @@ done
 log "building checksum-c for contract 0.1"
 "$tools/checksum-c/build.sh" "$dist/checksum-c-0.1.wasm" --contract 0.1
 built "checksum-c/build.sh --contract 0.1" "$dist/checksum-c-0.1.wasm"
+
+# The code runners (code mode, wit/code/runner.wit): not tools, so not in example-tools/, but
+# built next to them.
+for script in "$repo"/code-runners/*/build.sh; do
+  name=$(basename "$(dirname "$script")")
+  log "building the code runner $name"
+  start=$SECONDS
+  "$script" "$dist/$name.wasm"
+  built "code-runners/$name/build.sh, $((SECONDS - start)) s" "$dist/$name.wasm"
+done

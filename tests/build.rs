@@ -77,7 +77,14 @@ fn main() {
         }
     }
     let guests = tests_dir.join("guests");
-    let scripted = script_guests(&guests, &root.join("wit"), &target_dir, &mut constants);
+    let mut scripted = script_guests(&guests, &root.join("wit"), &target_dir, &mut constants);
+    // The code runners of code mode (`code-runners/`), built the same way.
+    scripted.extend(script_guests(
+        &root.join("code-runners"),
+        &root.join("wit"),
+        &target_dir,
+        &mut constants,
+    ));
     constants.push_str(&format!(
         "/// The guests built by a script that could not be, with why: path, error.\n\
          pub const SCRIPT_BUILD_ERRORS: &[(&str, &str)] = &{scripted:?};\n"

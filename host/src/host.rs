@@ -12,6 +12,8 @@ use crate::agent::{
     Agent, AgentConfig, AgentError, AgentOptions, ApprovalRules, AuditLog, Conversation, RunEnd,
     RunOptions, RunResult,
 };
+#[cfg(feature = "code-mode")]
+use crate::code::{CodeMode, CodeModeConfig};
 use crate::engine::component::ComponentConfig;
 use crate::engine::runtime::{Runtime, RuntimeConfig};
 use crate::error::{CallError, LoadError};
@@ -52,6 +54,8 @@ pub struct Host {
     audit: Option<Arc<AuditLog>>,
     mcp: McpConfig,
     provider: OnceCell<Arc<dyn Provider>>,
+    #[cfg(feature = "code-mode")]
+    code_mode: Option<Arc<CodeMode>>,
 }
 
 /// Why a [`Host`] could not be set up.
@@ -102,6 +106,9 @@ pub struct HostBuilder {
     audit: Option<PathBuf>,
     mcp: McpConfig,
     connect: bool,
+    code_mode: Option<bool>,
+    #[cfg(feature = "code-mode")]
+    code_runner: Option<PathBuf>,
 }
 
 impl HostBuilder {
@@ -188,6 +195,20 @@ impl HostBuilder {
         self
     }
 
+    /// Turns code mode on or off, over the manifest's `[code_mode] enabled`: runs offer the
+    /// model one tool whose program calls the others ([`RunOptions::code_mode`]).
+    pub fn code_mode(mut self, on: bool) -> Self {
+        self.code_mode = Some(on);
+        self
+    }
+
+    /// The code runner of code mode, over the manifest's `[code_mode] runner`.
+    #[cfg(feature = "code-mode")]
+    pub fn code_runner(mut self, path: impl Into<PathBuf>) -> Self {
+        self.code_runner = Some(path.into());
+        self
+    }
+
     /// Reads the manifest, loads every tool source, and (when asked) connects the model.
     pub async fn build(self) -> Result<Host, HostError> {
         let manifest = match &self.manifest {
@@ -241,6 +262,20 @@ impl HostBuilder {
         };
         check_tool_options(&toolbox, &manifest.tools)?;
         check_stop_at(&toolbox, &options)?;
+        let code_on = self.code_mode.unwrap_or(manifest.code_mode.enabled);
+        #[cfg(feature = "code-mode")]
+        let code_mode = match code_on {
+            true => Some(load_code_mode(&runtime, &manifest, self.code_runner).await?),
+            false => None,
+        };
+        #[cfg(not(feature = "code-mode"))]
+        if code_on {
+            return Err(HostError::Config(
+                "code mode ([code_mode] enabled) needs toolhost's `code-mode` cargo feature, \
+                 which this build leaves out"
+                    .to_owned(),
+            ));
+        }
         let mcp = manifest.mcp.merged(self.mcp);
         check_access(&toolbox, &mcp)?;
         Ok(Host {
@@ -251,8 +286,35 @@ impl HostBuilder {
             audit,
             mcp,
             provider,
+            #[cfg(feature = "code-mode")]
+            code_mode,
         })
     }
+}
+
+/// Code mode as the manifest sets it up, with `runner` over its runner.
+#[cfg(feature = "code-mode")]
+async fn load_code_mode(
+    runtime: &Runtime,
+    manifest: &Manifest,
+    runner: Option<PathBuf>,
+) -> Result<Arc<CodeMode>, HostError> {
+    let mut config = CodeModeConfig::from_manifest(manifest);
+    if let Some(runner) = runner {
+        config.runner = runner;
+    }
+    let path = config.runner.clone();
+    CodeMode::load(runtime, config)
+        .await
+        .map(Arc::new)
+        .map_err(|error| {
+            HostError::Config(format!(
+                "code mode cannot load its runner {}: {}; build it with `just tools`, or name \
+                 another with [code_mode] runner or --code-runner",
+                path.display(),
+                crate::error::chain(&error)
+            ))
+        })
 }
 
 /// The manifest's MCP servers and the builder's, with the builder's `timeout` and `max_result`
@@ -421,6 +483,22 @@ impl Host {
         })
     }
 
+    /// Code mode, when it is on ([`HostBuilder::code_mode`], `[code_mode] enabled`).
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode(&self) -> Option<&Arc<CodeMode>> {
+        self.code_mode.as_ref()
+    }
+
+    /// The options of a run as this host's settings make them: code mode when it is on,
+    /// everything else at its default.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions {
+            #[cfg(feature = "code-mode")]
+            code_mode: self.code_mode.clone(),
+            ..RunOptions::default()
+        }
+    }
+
     /// The audit log every agent of this host writes to, if there is one.
     pub fn audit_log(&self) -> Option<&Arc<AuditLog>> {
         self.audit.as_ref()
@@ -435,7 +513,7 @@ impl Host {
         let mut conversation = Conversation::new();
         conversation.push_user(question);
         let result = agent
-            .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+            .run(&mut conversation, &self.run_options(), &mut |_| {})
             .await?;
         match (result.end, result.pending.first(), result.asking.first()) {
             (RunEnd::Paused, Some(pending), _) => Err(AgentError::ApprovalNeeded {

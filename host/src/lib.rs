@@ -43,6 +43,8 @@
 //! - `oci`: [`oci`], components from OCI registries (`oci://`) and their signatures.
 //! - `local-model`: [`llm::local`], the local model the host starts itself (the default
 //!   provider when a manifest names none).
+//! - `code-mode`: [`code`], one tool whose program calls the run's tools, in a code runner
+//!   granted nothing else (a manifest's `[code_mode]`).
 //!
 //! A manifest that needs a feature the build leaves out (an `oci://` component, an
 //! `[mcp_servers]` entry, the local model) fails to load with an error naming the feature.
@@ -60,6 +62,8 @@ mod asking;
 mod caller;
 #[cfg(feature = "cli")]
 pub mod check;
+#[cfg(feature = "code-mode")]
+pub mod code;
 mod content;
 mod engine;
 mod english;
@@ -103,7 +107,11 @@ pub use engine::component::{ComponentConfig, LoadedComponent};
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub use engine::fuzzing as engine_fuzzing;
+#[cfg(feature = "code-mode")]
+pub use engine::runner::{CodeRunner, ProgramRun};
 pub use engine::runtime::{CompileObserver, Runtime, RuntimeConfig};
+#[cfg(feature = "code-mode")]
+pub use error::ProgramError;
 pub use error::{CallError, ErrorKind, LoadError, TimeLimit};
 pub use file::{MAX_COMPONENT_SIZE, MAX_MANIFEST_SIZE};
 pub use host::{Host, HostBuilder, HostError};

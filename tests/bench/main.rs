@@ -27,6 +27,9 @@
 //!   with per-caller limits;
 //! - **tasks** (`tasks.rs`): a call run as a task (the create, then `tasks/get` until the
 //!   result) against a plain call, with the tasks in memory and in Redis.
+//! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
+//!   next to a plain call, and a multi-step task's model turns and request bytes with and
+//!   without code mode, in both wire formats.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -43,6 +46,7 @@
 
 mod baseline;
 mod calls;
+mod code_mode;
 mod components;
 mod fairness;
 mod mcp;
@@ -150,6 +154,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "tasks",
         run: |bench| Box::pin(tasks::report(bench)),
+    },
+    Section {
+        name: "code_mode",
+        run: |bench| Box::pin(code_mode::report(bench)),
     },
 ];
 

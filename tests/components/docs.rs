@@ -23,6 +23,7 @@ fn every_manifest_the_docs_show_parses() {
         "docs/mcp.md",
         "docs/sharing.md",
         "docs/deploy.md",
+        "docs/code-mode.md",
     ] {
         let path = repo_root().join(page);
         let text = std::fs::read_to_string(&path).unwrap();

@@ -7,6 +7,7 @@
 
 mod calls;
 mod cli;
+mod code;
 mod docs;
 mod entry;
 mod isolation;

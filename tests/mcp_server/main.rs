@@ -10,6 +10,7 @@ mod bounds;
 mod callers;
 mod cancel;
 mod changes;
+mod code_mode;
 mod http;
 mod oauth;
 mod oauth_tokens;

@@ -3,6 +3,7 @@
 
 pub mod authorization;
 pub mod cli;
+pub mod code_mode;
 pub mod conformance;
 pub mod error;
 pub mod eval;

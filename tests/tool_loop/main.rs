@@ -12,6 +12,7 @@ mod audit;
 mod bounds;
 mod captured;
 mod cli;
+mod code_mode;
 mod eval;
 mod faults;
 mod faults_more;

@@ -90,6 +90,9 @@ pub struct AuditRecord {
     /// Who made the call, when a verified access token said (`host mcp` over HTTP).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub caller: Option<AuditCaller>,
+    /// For a call a program made (code mode): the id of the program's own call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// Who made a call, as the audit log records it: what the caller's verified access token
@@ -137,6 +140,8 @@ pub struct ServedCall<'a> {
     pub duration: Duration,
     /// Who made it.
     pub caller: Option<&'a Caller>,
+    /// For a call a program made (code mode): the id of the program's own call.
+    pub parent: Option<&'a str>,
 }
 
 impl ServedCall<'_> {
@@ -163,6 +168,7 @@ impl ServedCall<'_> {
             repeat_of: None,
             reports: ReportCounts::default(),
             caller: self.caller.map(AuditCaller::from),
+            parent: self.parent.map(str::to_owned),
         };
         sink.record(&record)
     }
@@ -226,6 +232,17 @@ impl AuditTrail<'_> {
         execution: &ToolExecution,
         arguments: &Arguments,
     ) -> Result<(), AgentError> {
+        self.execution_in(execution, arguments, None)
+    }
+
+    /// Records a call as [`AuditTrail::execution`] does; `parent` is the program's call,
+    /// for a call a program made.
+    pub fn execution_in(
+        &self,
+        execution: &ToolExecution,
+        arguments: &Arguments,
+        parent: Option<&str>,
+    ) -> Result<(), AgentError> {
         let Some(sink) = self.sink else {
             return Ok(());
         };
@@ -251,6 +268,7 @@ impl AuditTrail<'_> {
             repeat_of: execution.repeat_of.clone(),
             reports: execution.reports,
             caller: None,
+            parent: parent.map(str::to_owned),
         };
         write(sink, &record)
     }
@@ -277,6 +295,7 @@ impl AuditTrail<'_> {
             repeat_of: None,
             reports: ReportCounts::default(),
             caller: None,
+            parent: None,
         };
         write(sink, &record)
     }

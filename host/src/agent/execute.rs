@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::stream::{self, StreamExt};
@@ -18,6 +19,7 @@ use crate::toolbox::Toolbox;
 use super::approval::Approval;
 use super::asking::{Answers, AskingCall, MAX_ASKS};
 use super::audit::AuditTrail;
+use super::code::ProgramTurn;
 use super::record::{InvalidCall, InvalidProblem, Outcome, SUCCESS, ToolExecution};
 use super::{AgentError, AgentEvent};
 
@@ -54,8 +56,10 @@ impl Ran {
 /// Runs `calls` through `toolbox`, at most `limit` at a time (all at once when `None`).
 /// Each finished call is written to the audit trail before anything else happens with it
 /// (a call that asks for input is, when it finishes). Returns how each ended, in call order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn execute_calls(
-    toolbox: &Toolbox,
+    toolbox: &Arc<Toolbox>,
+    program: Option<&ProgramTurn>,
     calls: &[Approved<'_>],
     context: &CallContext,
     round: usize,
@@ -71,11 +75,30 @@ pub(crate) async fn execute_calls(
     let limit = limit.map_or(calls.len().max(1), NonZeroUsize::get);
     let mut running = stream::iter(calls.iter().enumerate())
         .map(|(index, approved)| async move {
-            (index, execute_one(toolbox, approved, context, round).await)
+            let ran = match program.filter(|program| program.is_program(approved.call)) {
+                Some(program) => program
+                    .run(
+                        toolbox.clone(),
+                        approved.call,
+                        approved.arguments,
+                        context,
+                        round,
+                    )
+                    .await
+                    .map(|execution| {
+                        Ran::Finished(ToolExecution {
+                            approval: approved.approval,
+                            ..execution
+                        })
+                    }),
+                None => Ok(execute_one(toolbox, approved, context, round).await),
+            };
+            (index, ran)
         })
         .buffer_unordered(limit);
     let mut ended: Vec<Option<Ran>> = calls.iter().map(|_| None).collect();
     while let Some((index, ran)) = running.next().await {
+        let ran = ran?;
         if let Ran::Finished(execution) = &ran {
             audit.execution(execution, calls[index].arguments)?;
             events(AgentEvent::ToolFinished { execution });

@@ -59,6 +59,7 @@
 mod approval;
 mod asking;
 mod audit;
+mod code;
 mod config;
 mod conversation;
 mod error;
@@ -92,6 +93,8 @@ pub use state::RunState;
 
 use crate::arguments::Arguments;
 use crate::asking::Asker;
+#[cfg(feature = "code-mode")]
+use crate::code::CodeMode;
 use crate::llm::{
     ChatRequest, ChatResponse, FinishReason, Message, ModelRules, Provider, ToolCall, ToolChoice,
     ToolDefinition, Usage,
@@ -214,6 +217,13 @@ pub struct RunOptions {
     /// elicitation, say). A component that asks ends its call first: the run pauses for
     /// that, whatever this is.
     pub asker: Option<Asker>,
+    /// Code mode: the model is offered one tool ([`CodeMode::tool`], `run_code`), whose
+    /// description lists the tools this run offers as typed signatures, and whose program
+    /// calls them (each call approved, audited and recorded as the model's would be; one that
+    /// needs a person's approval is denied unless its tool was approved for the run). Off by
+    /// default. (The `code-mode` feature.)
+    #[cfg(feature = "code-mode")]
+    pub code_mode: Option<Arc<CodeMode>>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -227,7 +237,7 @@ impl std::fmt::Debug for RunOptions {
                 "needs_approval",
                 &self.needs_approval.as_ref().map(|_| ".."),
             )
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -523,6 +533,16 @@ impl Agent {
                 "tools ranked for the request"
             );
         }
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = &options.code_mode {
+            // One tool, whose description lists the selected ones, best first.
+            let spec = code.spec(&specs);
+            return vec![ToolDefinition {
+                name: spec.name,
+                description: spec.description,
+                parameters: spec.input_schema,
+            }];
+        }
         specs
             .into_iter()
             .map(|spec| ToolDefinition {
@@ -531,6 +551,25 @@ impl Agent {
                 parameters: spec.input_schema.clone(),
             })
             .collect()
+    }
+
+    /// What the programs of a run with `options` need, in code mode.
+    #[cfg(feature = "code-mode")]
+    fn program_turn(&self, state: &RunState, options: &RunOptions) -> Option<code::ProgramTurn> {
+        code::ProgramTurn::new(
+            &self.toolbox,
+            options,
+            &self.options.approval,
+            state.approved_tools().clone(),
+            self.audit.clone(),
+            state.run_id(),
+        )
+    }
+
+    /// Without the `code-mode` feature, a run has no programs.
+    #[cfg(not(feature = "code-mode"))]
+    fn program_turn(&self, _: &RunState, _: &RunOptions) -> Option<code::ProgramTurn> {
+        None
     }
 }
 /// The run's next step from the model's `response`, the conversation told what it said:

@@ -20,7 +20,7 @@ pub(super) enum Plan {
     /// It cannot run.
     Invalid(InvalidCall),
     /// It is answered without running: from an earlier identical call, or with a rejection.
-    Answered(ToolExecution, Arguments),
+    Answered(Box<ToolExecution>, Arguments),
     /// It runs, with these arguments.
     Run(Approval, Arguments),
 }
@@ -115,7 +115,7 @@ pub(super) fn plan_calls(turn: &Turn, state: &RunState, limit: usize) -> Vec<Pla
             };
             if let Some(earlier) = state.guard().earlier(&call.name, &arguments) {
                 let answer = ToolExecution::repeat(call, &earlier.call_id, &earlier.output, round);
-                return Plan::Answered(answer, arguments);
+                return Plan::Answered(Box::new(answer), arguments);
             }
             match turn.decision(&call.id) {
                 None => Plan::Run(Approval::NotRequired, arguments),
@@ -123,11 +123,15 @@ pub(super) fn plan_calls(turn: &Turn, state: &RunState, limit: usize) -> Vec<Pla
                 Some(Some(Decision::ApproveForRun)) => {
                     Plan::Run(Approval::ApprovedForRun, arguments)
                 }
-                Some(Some(Decision::Reject { reason })) => {
-                    Plan::Answered(ToolExecution::rejected(call, reason, round), arguments)
-                }
+                Some(Some(Decision::Reject { reason })) => Plan::Answered(
+                    Box::new(ToolExecution::rejected(call, reason, round)),
+                    arguments,
+                ),
                 // `take_ready_turn` hands out decided turns only.
-                Some(None) => Plan::Answered(ToolExecution::rejected(call, "", round), arguments),
+                Some(None) => Plan::Answered(
+                    Box::new(ToolExecution::rejected(call, "", round)),
+                    arguments,
+                ),
             }
         })
         .collect()
@@ -165,7 +169,7 @@ pub(super) fn submit_results(
                 state.push_invalid(invalid);
                 continue;
             }
-            Plan::Answered(execution, arguments) => (execution, arguments),
+            Plan::Answered(execution, arguments) => (*execution, arguments),
             Plan::Run(_, arguments) => match ran.next() {
                 Some(execution) => (execution, arguments),
                 None => continue,

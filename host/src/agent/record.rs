@@ -51,6 +51,10 @@ pub struct ToolExecution {
     /// id. It was not run again; the model got the earlier result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat_of: Option<String>,
+    /// For a program's call (code mode): the tool calls the program made, in the order it
+    /// started them, each with the program's call as its parent (`<call_id>.<n>` ids).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<ToolExecution>,
 }
 
 impl ToolExecution {
@@ -123,6 +127,7 @@ impl ToolExecution {
             duration: Duration::ZERO,
             approval: Approval::NotRequired,
             repeat_of: None,
+            nested: Vec::new(),
         }
     }
 

@@ -109,8 +109,10 @@ impl Agent {
             }
         }
         conversation.submit_all(refused)?;
+        let program = self.program_turn(&state, options);
         let done = execute::execute_calls(
             &self.toolbox,
+            program.as_ref(),
             &to_run,
             &context(options),
             round,
@@ -338,8 +340,10 @@ impl Agent {
             audit.execution(execution, arguments)?;
             events(AgentEvent::ToolFinished { execution });
         }
+        let program = self.program_turn(state, options);
         let ran = execute::execute_calls(
             &self.toolbox,
+            program.as_ref(),
             &to_run,
             &context(options),
             round,

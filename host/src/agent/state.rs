@@ -176,6 +176,12 @@ impl RunState {
         self.approved_tools.contains(tool)
     }
 
+    /// The tools approved for the rest of the run.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn approved_tools(&self) -> &BTreeSet<String> {
+        &self.approved_tools
+    }
+
     /// The turn to run next, unless some of its calls still wait for a decision.
     pub(crate) fn take_ready_turn(&mut self) -> Option<Turn> {
         match &self.turn {

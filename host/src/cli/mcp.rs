@@ -148,6 +148,18 @@ pub struct McpArgs {
     #[arg(long, value_name = "N", requires = "listen")]
     caller_calls: Option<NonZeroU32>,
 
+    /// Code mode: serve one more tool, run_code, whose JavaScript program calls the served
+    /// tools (over the manifest's [code_mode] enabled)
+    #[cfg(feature = "code-mode")]
+    #[arg(long)]
+    code_mode: bool,
+
+    /// The code runner of code mode [default: the manifest's [code_mode] runner, else
+    /// dist/runner-js.wasm next to the manifest]
+    #[cfg(feature = "code-mode")]
+    #[arg(long, value_name = "FILE")]
+    code_runner: Option<PathBuf>,
+
     #[command(flatten)]
     grants: GrantArgs,
 
@@ -178,6 +190,14 @@ impl McpArgs {
                 ..McpConfig::default()
             });
         let auth = self.resource_server()?;
+        #[cfg(feature = "code-mode")]
+        if self.code_mode {
+            host = host.code_mode(true);
+        }
+        #[cfg(feature = "code-mode")]
+        if let Some(runner) = &self.code_runner {
+            host = host.code_runner(runner);
+        }
         host = tools_of(host, &self.target, &self.grants)?;
         // Watched from now: a SIGTERM while the tools load stops serving as soon as it starts.
         let terminated = server::terminated();

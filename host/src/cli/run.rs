@@ -96,6 +96,18 @@ pub struct ModelArgs {
     /// [audit] path
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     audit: Option<PathBuf>,
+
+    /// Code mode: offer the model one tool, run_code, whose JavaScript program calls the
+    /// tools (over the manifest's [code_mode] enabled)
+    #[cfg(feature = "code-mode")]
+    #[arg(long, help_heading = "Tools")]
+    code_mode: bool,
+
+    /// The code runner of code mode [default: the manifest's [code_mode] runner, else
+    /// dist/runner-js.wasm next to the manifest]
+    #[cfg(feature = "code-mode")]
+    #[arg(long, value_name = "FILE", help_heading = "Tools")]
+    code_runner: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +175,14 @@ impl ModelArgs {
         if let Some(audit) = &self.audit {
             builder = builder.audit(audit);
         }
+        #[cfg(feature = "code-mode")]
+        if self.code_mode {
+            builder = builder.code_mode(true);
+        }
+        #[cfg(feature = "code-mode")]
+        if let Some(runner) = &self.code_runner {
+            builder = builder.code_runner(runner);
+        }
         let host = builder.build().await?;
         let catalog = host.toolbox().catalog();
         for name in &self.tools {
@@ -184,7 +204,7 @@ impl ModelArgs {
             tool_choice: self.tool_choice.clone(),
             context: self.context.iter().cloned().collect(),
             observer: Some(super::progress::tool_reports()),
-            ..RunOptions::default()
+            ..host.run_options()
         };
         Ok((host, agent, options))
     }

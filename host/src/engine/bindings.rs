@@ -1,7 +1,8 @@
 //! The host side of the `toolhost:tool` WIT packages: `wit/tool.wit` (0.2.0) and
-//! `wit/0.1.0/tool.wit`, which components built before 0.2 target. This is the one place
-//! bindings are generated. Everything else uses 0.2's types ([`wit`]): a 0.1 component's specs
-//! and results are turned into them here, which is all the adapting 0.1 needs (0.2 only adds).
+//! `wit/0.1.0/tool.wit`, which components built before 0.2 target; and of the code runner's,
+//! `wit/code/runner.wit` (`toolhost:code@0.1.0`). This is the one place bindings are generated.
+//! Everything else uses 0.2's types ([`wit`]): a 0.1 component's specs and results are turned
+//! into them here, which is all the adapting 0.1 needs (0.2 only adds).
 
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Linker};
@@ -42,6 +43,28 @@ mod v2_prompts {
         exports: { default: async },
     });
 }
+
+/// The code runner's world: the tools and the output in, `run` out. A program's host
+/// functions are answered from its store's [`ProgramState`](crate::sandbox::program::ProgramState);
+/// starting a call past the limit and printing too much trap, to end the program.
+#[cfg(feature = "code-mode")]
+mod code {
+    wasmtime::component::bindgen!({
+        path: "../wit/code",
+        world: "code-runner",
+        imports: {
+            "toolhost:code/tools.start-call": trappable,
+            "toolhost:code/tools.finish-call": async | trappable,
+            "toolhost:code/output.print": trappable,
+        },
+        exports: { default: async },
+    });
+}
+
+#[cfg(feature = "code-mode")]
+pub(crate) use code::exports::toolhost::code::runner as wit_runner;
+#[cfg(feature = "code-mode")]
+pub(crate) use code::{CodeRunner as RunnerInstance, CodeRunnerPre as RunnerInstancePre};
 
 pub(crate) use v2_prompts::exports::toolhost::tool::prompts as wit_prompts;
 pub(crate) use v2_resources::exports::toolhost::tool::resources as wit_resources;
@@ -92,6 +115,17 @@ pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
     report::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(linker, |state| {
         state
     })
+}
+
+/// A linker for code runners: their world's two interfaces, and nothing else (no WASI).
+#[cfg(feature = "code-mode")]
+pub(crate) fn runner_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<StoreState>> {
+    let mut linker = Linker::new(engine);
+    code::CodeRunner::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(
+        &mut linker,
+        |state| state,
+    )?;
+    Ok(linker)
 }
 
 /// A component's code, ready to instantiate, with the exports of its contract version.
@@ -307,5 +341,59 @@ impl report::Host for StoreState {
             report::Level::Error => LogLevel::Error,
         };
         self.reports.log(level, message);
+    }
+}
+
+#[cfg(feature = "code-mode")]
+mod program_host {
+    use super::code::toolhost::code::{output, tools};
+    use crate::sandbox::program::ProgramState;
+    use crate::sandbox::store::StoreState;
+    use crate::sandbox::{NestedErrorKind, ProgramStop};
+
+    /// A code runner's store without a program: only a runner built against another world
+    /// could get here, and it ends.
+    fn program(state: &mut StoreState) -> wasmtime::Result<&mut ProgramState> {
+        state
+            .program
+            .as_mut()
+            .ok_or_else(|| wasmtime::format_err!("this store runs no program"))
+    }
+
+    impl tools::Host for StoreState {
+        fn start_call(&mut self, name: String, arguments: String) -> wasmtime::Result<u32> {
+            program(self)?.start(name, arguments).map_err(stop)
+        }
+
+        async fn finish_call(
+            &mut self,
+            started: u32,
+        ) -> wasmtime::Result<Result<tools::CallResult, tools::CallError>> {
+            let outcome = program(self)?.finish(started).await;
+            Ok(outcome
+                .map(|result| tools::CallResult {
+                    text: result.text,
+                    structured: result.structured,
+                })
+                .map_err(|error| tools::CallError {
+                    kind: match error.kind {
+                        NestedErrorKind::NotOffered => tools::ErrorKind::NotOffered,
+                        NestedErrorKind::InvalidArguments => tools::ErrorKind::InvalidArguments,
+                        NestedErrorKind::Denied => tools::ErrorKind::Denied,
+                        NestedErrorKind::Failed => tools::ErrorKind::Failed,
+                    },
+                    message: error.message,
+                }))
+        }
+    }
+
+    impl output::Host for StoreState {
+        fn print(&mut self, text: String) -> wasmtime::Result<()> {
+            program(self)?.print(&text).map_err(stop)
+        }
+    }
+
+    fn stop(stop: ProgramStop) -> wasmtime::Error {
+        wasmtime::Error::new(stop)
     }
 }

@@ -497,42 +497,7 @@ async fn compile(
     key: &ContentKey,
     bytes: Option<Vec<u8>>,
 ) -> Result<(ToolInstancePre, Vec<String>, CompileSource), LoadError> {
-    let file = path.to_owned();
-    let (component, source) = {
-        let runtime = runtime.clone();
-        let path = path.to_owned();
-        let key = key.clone();
-        tokio::task::spawn_blocking(move || {
-            let observer = runtime.compile_observer();
-            let notify = |event: CompileEvent<'_>| {
-                if let Some(observer) = &observer {
-                    observer(event);
-                }
-            };
-            match runtime.cache() {
-                Some(cache) => cache.load_or_compile(runtime.engine(), &path, &key, bytes, &notify),
-                None => {
-                    let bytes = match bytes {
-                        Some(bytes) => bytes,
-                        None => {
-                            crate::file::read(&path, crate::file::MAX_COMPONENT_SIZE, "a component")
-                                .map_err(|source| LoadError::Read {
-                                    path: path.clone(),
-                                    source,
-                                })?
-                        }
-                    };
-                    cache::compile(runtime.engine(), &path, &bytes, &notify)
-                        .map(|(component, took)| (component, CompileSource::Compiled { took }))
-                }
-            }
-        })
-        .await
-        .map_err(|e| LoadError::Compile {
-            path: file.clone(),
-            source: anyhow::anyhow!("the compile task failed: {e}"),
-        })??
-    };
+    let (component, source) = compiled(runtime, path, key, bytes).await?;
     let (contract, imports) = check_exports(runtime, path, &component)?;
     let pre = runtime
         .linker()
@@ -552,6 +517,50 @@ async fn compile(
         ),
     })?;
     Ok((pre, imports, source))
+}
+
+/// The compiled form of the component at `path` (whose content is `key`): from the cache, or
+/// compiled now (off the async threads), telling the runtime's compile observer.
+pub(crate) async fn compiled(
+    runtime: &Runtime,
+    path: &Path,
+    key: &ContentKey,
+    bytes: Option<Vec<u8>>,
+) -> Result<(Component, CompileSource), LoadError> {
+    let file = path.to_owned();
+    let runtime = runtime.clone();
+    let path = path.to_owned();
+    let key = key.clone();
+    tokio::task::spawn_blocking(move || {
+        let observer = runtime.compile_observer();
+        let notify = |event: CompileEvent<'_>| {
+            if let Some(observer) = &observer {
+                observer(event);
+            }
+        };
+        match runtime.cache() {
+            Some(cache) => cache.load_or_compile(runtime.engine(), &path, &key, bytes, &notify),
+            None => {
+                let bytes = match bytes {
+                    Some(bytes) => bytes,
+                    None => {
+                        crate::file::read(&path, crate::file::MAX_COMPONENT_SIZE, "a component")
+                            .map_err(|source| LoadError::Read {
+                                path: path.clone(),
+                                source,
+                            })?
+                    }
+                };
+                cache::compile(runtime.engine(), &path, &bytes, &notify)
+                    .map(|(component, took)| (component, CompileSource::Compiled { took }))
+            }
+        }
+    })
+    .await
+    .map_err(|e| LoadError::Compile {
+        path: file,
+        source: anyhow::anyhow!("the compile task failed: {e}"),
+    })?
 }
 
 /// Checks the specs `describe` returned, in order.

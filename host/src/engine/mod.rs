@@ -11,6 +11,8 @@
 //! - [`spare_instance`]: an instance made ahead, while the host is idle, for a component's
 //!   next call;
 //! - [`describe`]: a component's answer to `describe`, checked and turned into tool specs;
+//! - [`runner`]: code runners (code mode): a program a model wrote, run in a fresh instance
+//!   granted nothing, its tool calls answered by the host;
 //! - [`bindings`]: the host side of `wit/tool.wit`, generated here and nowhere else.
 //!
 //! What a call may use and how much of it is the sandbox's ([`crate::sandbox`]): the engine
@@ -27,5 +29,7 @@ pub(crate) mod describe;
 pub mod fuzzing;
 pub(crate) mod offered;
 pub(crate) mod result;
+#[cfg(feature = "code-mode")]
+pub mod runner;
 pub mod runtime;
 pub(crate) mod spare_instance;

@@ -7,7 +7,11 @@
 
 mod call;
 mod load;
+#[cfg(feature = "code-mode")]
+mod program;
 
 pub(crate) use call::chain;
 pub use call::{CallError, ErrorKind, TimeLimit};
 pub use load::LoadError;
+#[cfg(feature = "code-mode")]
+pub use program::ProgramError;

@@ -81,6 +81,7 @@ use serde::Deserialize;
 
 pub mod access;
 mod approval_mode;
+pub mod code_mode;
 pub mod mcp_auth;
 pub mod mcp_server;
 pub mod model;
@@ -90,6 +91,7 @@ mod sections;
 
 pub use access::{AccessRule, PerCallerLimits};
 pub use approval_mode::ApprovalMode;
+pub use code_mode::CodeModeSection;
 pub use mcp_server::McpServerEntry;
 pub use model::ModelSection;
 pub use oci::{OciSection, VerifyEntry};
@@ -136,6 +138,9 @@ pub struct Manifest {
     /// Components from OCI registries: signatures, plain HTTP, the pull timeout (`[oci]`).
     #[serde(default)]
     pub oci: OciSection,
+    /// Code mode: one tool whose program calls the others (`[code_mode]`).
+    #[serde(default)]
+    pub code_mode: CodeModeSection,
     /// The file it was read from, when it was read from one.
     #[serde(skip)]
     pub path: Option<PathBuf>,

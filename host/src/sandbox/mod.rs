@@ -11,6 +11,8 @@ mod grants;
 pub(crate) mod limits;
 mod output;
 mod per_caller;
+#[cfg(feature = "code-mode")]
+pub(crate) mod program;
 pub mod report;
 mod resolve;
 pub(crate) mod store;
@@ -25,6 +27,11 @@ pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{Limits, LimitsConfig};
 pub use output::CapturedLog;
 pub use per_caller::{MAX_NAME, directory_name};
+#[cfg(feature = "code-mode")]
+pub use program::{
+    NestedCall, NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult,
+    ProgramLimits, ProgramStop,
+};
 pub use report::{CallObserver, LogLevel, Observer, Progress, ReportCounts};
 pub use resolve::HOSTS_FILE_VARIABLE;
 

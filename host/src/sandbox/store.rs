@@ -14,6 +14,8 @@ use super::Sandbox;
 use super::egress::{Denials, HttpEgress, socket_check};
 use super::limits::{Limits, MemoryLimiter};
 use super::output::LogPipe;
+#[cfg(feature = "code-mode")]
+use super::program::ProgramState;
 use super::report::CallReports;
 use crate::error::{CallError, TimeLimit};
 
@@ -33,6 +35,9 @@ pub(crate) struct StoreState {
     pub(crate) wasm_clock: WasmClock,
     /// The tool's progress reports and log lines, and where they go.
     pub(crate) reports: CallReports,
+    /// A program's calls and output, in a code runner's store; `None` in a tool's.
+    #[cfg(feature = "code-mode")]
+    pub(crate) program: Option<ProgramState>,
 }
 
 impl WasiView for StoreState {
@@ -96,6 +101,8 @@ impl Sandbox {
             denials,
             wasm_clock: WasmClock::default(),
             reports: CallReports::default(),
+            #[cfg(feature = "code-mode")]
+            program: None,
         })
     }
 }

@@ -105,6 +105,11 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
+            let offered = names(served.catalog.names()).into_iter().collect();
+            return Self::program_call(&host, &served, code, call, offered, &span).await;
+        }
         if served.get(name).is_none() || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
             let ended = Finished::refused(error);
@@ -157,6 +162,40 @@ impl McpServer {
         span.record("duration_ms", duration_ms);
         tracing::info!(tool = name, id = %call.id, duration_ms, outcome, "tools/call");
         audited(&host, &call, ended, duration)
+    }
+
+    /// A call of code mode's tool: its program run with the tools in `offered`.
+    #[cfg(feature = "code-mode")]
+    async fn program_call(
+        host: &Host,
+        served: &Served,
+        code: &crate::code::CodeMode,
+        mut call: ToolCall<'_>,
+        offered: BTreeSet<String>,
+        span: &tracing::Span,
+    ) -> Answer {
+        let context = Self::context(host, &mut call);
+        let started = Instant::now();
+        let ended = tokio::select! {
+            biased;
+            () = call.cancelled.cancelled() => None,
+            ended = super::code::run(host, code, offered, context, call.arguments) => Some(ended),
+        };
+        let ended = match ended {
+            Some(ended) => Finished {
+                outcome: ended.outcome,
+                error: ended.error,
+                answer: Answer {
+                    logs: Vec::new(),
+                    result: Ok(ended.result),
+                    asked: None,
+                    outcome: ended.outcome,
+                },
+            },
+            None => Finished::of(call.name, None, served, call.level),
+        };
+        span.record("outcome", ended.outcome);
+        audited(host, &call, ended, started.elapsed())
     }
 
     /// A `tools/call` from rmcp's handler: its rounds, when the tool asks for input (the
@@ -401,6 +440,7 @@ fn audited(
         error: ended.error.as_deref(),
         duration,
         caller: call.caller.as_deref(),
+        parent: None,
     };
     match record.record(host.toolbox(), log.as_ref()) {
         Ok(()) => ended.answer,

@@ -46,6 +46,8 @@ pub mod auth;
 mod callers_tests;
 mod calls;
 mod changes;
+#[cfg(feature = "code-mode")]
+mod code;
 mod content;
 mod direct;
 mod disconnect;

@@ -83,6 +83,14 @@ impl Served {
             }
             tools.push(tool);
         }
+        // Code mode: one more tool, whose program calls the others.
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = host.code_mode() {
+            let spec = code.spec(&catalog.iter().collect::<Vec<_>>());
+            if let Some(input_schema) = object(&spec.input_schema) {
+                tools.push(Tool::new(spec.name, spec.description, input_schema));
+            }
+        }
         let index = tools
             .iter()
             .enumerate()

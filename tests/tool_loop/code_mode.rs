@@ -1,0 +1,253 @@
+//! Code mode in the loop, played byte for byte by the scripted model in both wire formats:
+//! the model offered one tool that lists the others as typed signatures, a program (the one
+//! docs/code-mode.md shows) that lists, reads and sums files and writes a note, its nested
+//! calls approved and audited with the program's call as their parent; and the same task
+//! without code mode, side by side: model turns and request bytes.
+
+use serde_json::{Value, json};
+use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
+use toolhost_tests::cli::{HostCommand, ManifestFile};
+use toolhost_tests::code_mode::{Sales, code_mode, request_bytes, run};
+use toolhost_tests::components::RUNNER_JS;
+use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
+use toolhost_tests::{runtime, scripted};
+
+use super::sent;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let total = sales.total;
+        let toolbox = sales.toolbox(&runtime()).await;
+        let (note, expected_note) = sales.note();
+
+        let plain = ScriptedModel::start(format, sales.step_by_step()).await;
+        let options = RunOptions::default();
+        let result = run(
+            &plain,
+            toolbox.clone(),
+            AgentOptions::default(),
+            &options,
+            None,
+        )
+        .await;
+        assert_eq!(result.text, sales.answer());
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+        std::fs::remove_file(&note).unwrap();
+
+        let coded = ScriptedModel::start(format, sales.as_program()).await;
+        let options = RunOptions {
+            code_mode: Some(code_mode(&runtime()).await),
+            ..RunOptions::default()
+        };
+        let result = run(&coded, toolbox, AgentOptions::default(), &options, None).await;
+        assert_eq!(result.text, sales.answer());
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+
+        // The model was offered one tool, which lists the others as typed signatures.
+        let bodies = coded.bodies();
+        assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+        let offered = bodies[0].to_string();
+        assert!(
+            offered.contains("list_files(args: { path: string"),
+            "{offered}"
+        );
+        assert!(
+            offered.contains("write_note(args: { text: string"),
+            "{offered}"
+        );
+        // Its one result holds the program's value, what it printed, and each call.
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        assert_eq!(report["result"], json!({"files": 3, "total": total}));
+        assert_eq!(report["printed"], "read 3 files\n");
+        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            tools,
+            [
+                "list_files",
+                "read_file",
+                "read_file",
+                "read_file",
+                "write_note"
+            ]
+        );
+        assert_eq!(execution.nested[4].call_id, "p1.4");
+        assert!(
+            bodies[1]
+                .to_string()
+                .contains(&format!(r#"\"total\":{total}"#))
+        );
+
+        // Fewer turns, measured side by side.
+        let (plain_turns, coded_turns) = (plain.requests().len(), coded.requests().len());
+        assert_eq!((plain_turns, coded_turns), (4, 2));
+        println!(
+            "{format:?}: step by step {plain_turns} turns, {} request bytes; one program \
+             {coded_turns} turns, {} request bytes",
+            request_bytes(&plain),
+            request_bytes(&coded)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is_audited() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let toolbox = sales.toolbox(&runtime()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let program = r#"
+            const text = await tools.read_file({ path: "/data/sales-north.csv" });
+            try {
+                await tools.write_note({ title: "north", text });
+                return "written";
+            } catch (error) {
+                return `${error.kind}: ${error.message}`;
+            }
+        "#;
+        let model = ScriptedModel::start(
+            format,
+            vec![
+                calls(vec![call(
+                    "p1",
+                    "run_code",
+                    &json!({"code": program}).to_string(),
+                )]),
+                text("It needs your approval."),
+            ],
+        )
+        .await;
+        let agent_options = AgentOptions {
+            approval: ApprovalRules {
+                tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
+                ..ApprovalRules::default()
+            },
+            ..AgentOptions::default()
+        };
+        let options = RunOptions {
+            code_mode: Some(code_mode(&runtime()).await),
+            ..RunOptions::default()
+        };
+        let result = run(&model, toolbox, agent_options, &options, Some(&audit)).await;
+        assert_eq!(result.text, "It needs your approval.");
+        let report: Value = serde_json::from_str(&result.executions[0].output).unwrap();
+        let said = report["result"].as_str().unwrap();
+        assert!(
+            said.starts_with("denied: `write_note` needs a person's approval"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_dir(sales.notes.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+
+        let lines: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let summary: Vec<(&str, &str, &str, Option<&str>)> = lines
+            .iter()
+            .map(|l| {
+                (
+                    l["call_id"].as_str().unwrap(),
+                    l["tool"].as_str().unwrap(),
+                    l["outcome"].as_str().unwrap(),
+                    l["parent"].as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("p1.0", "read_file", "ok", Some("p1")),
+                ("p1.1", "write_note", "rejected", Some("p1")),
+                ("p1", "run_code", "ok", None),
+            ]
+        );
+        assert_eq!(lines[1]["approval"], "rejected");
+    }
+}
+
+/// `host run` in code mode, turned on by `flag` (else by the manifest's `[code_mode]`),
+/// against a model that writes one program of the calculator's calls.
+async fn host_run_in_code_mode(format: Format, flag: bool) -> toolhost_tests::cli::HostOutput {
+    let program = "const roots = await Promise.all([16, 81].map((x) => tools.square_root({x})));\n\
+                   console.log('roots', roots);\n\
+                   return await tools.add({a: roots[0], b: roots[1]});";
+    let model = ScriptedModel::start(
+        format,
+        vec![
+            calls(vec![call(
+                "p1",
+                "run_code",
+                &json!({"code": program}).to_string(),
+            )]),
+            text("It is 13."),
+        ],
+    )
+    .await;
+    let enabled = if flag { "" } else { "enabled = true\n" };
+    let manifest = ManifestFile::calculator(&format!(
+        "[code_mode]\n{enabled}runner = {:?}\nmax_calls = 5\n",
+        scripted(RUNNER_JS)
+    ));
+    let mut command = HostCommand::new("run").manifest(&manifest).model(&model);
+    if flag {
+        command = command.arg("--code-mode");
+    }
+    let out = command.args(["--json", "What is √16 + √81?"]).run().await;
+    let bodies = model.bodies();
+    assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_offers_run_code_with_the_flag_or_the_manifest_key() {
+    for (format, flag) in [(Format::OpenAi, true), (Format::Anthropic, false)] {
+        let out = host_run_in_code_mode(format, flag).await;
+        out.assert_success();
+        let result = &out.json()["result"];
+        assert_eq!(result["text"], "It is 13.");
+        let execution = &result["executions"][0];
+        assert_eq!(execution["name"], "run_code");
+        let report: Value = serde_json::from_str(execution["output"].as_str().unwrap()).unwrap();
+        assert_eq!(report["result"], json!(13));
+        assert_eq!(report["printed"], "roots [4,9]\n");
+        let nested: Vec<&str> = execution["nested"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|call| call["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(nested, ["square_root", "square_root", "add"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_names_the_missing_runner_and_the_fix() {
+    let manifest = ManifestFile::calculator("[code_mode]\nenabled = true\n");
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .args([
+            "--model",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "hi",
+        ])
+        .run()
+        .await;
+    assert!(!out.status.success());
+    let stderr = &out.stderr;
+    assert!(
+        stderr.contains("code mode cannot load its runner"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("dist/runner-js.wasm"), "{stderr}");
+    assert!(stderr.contains("just tools"), "{stderr}");
+}
