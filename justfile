@@ -50,6 +50,7 @@ test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
     scripts/setup-haproxy.sh
+    scripts/setup-prometheus.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace

@@ -11,6 +11,7 @@ mod callers;
 mod cancel;
 mod changes;
 mod http;
+mod metrics;
 mod oauth;
 mod oauth_tokens;
 mod peers;

@@ -9,7 +9,7 @@ use tracing::Instrument;
 use crate::llm::{FinishReason, ToolCall, ToolChoice};
 use crate::source::CallContext;
 
-use super::approval::{Approval, Decision, PendingCall};
+use super::approval::{Approval, Decision, PendingCall, approval_metric};
 use super::audit::AuditTrail;
 use super::execute::{self, Approved, Ran, check_call};
 use super::guard::RepeatedFailure;
@@ -291,6 +291,8 @@ impl Agent {
             if needed {
                 if state.approved_for_run(&call.name) {
                     pending.decision = Some(Decision::ApproveForRun);
+                } else {
+                    approval_metric("asked");
                 }
                 approvals.push(pending);
             }

@@ -25,6 +25,8 @@ mod run;
 mod session;
 #[cfg(feature = "oci")]
 mod sign;
+#[cfg(feature = "mcp-server")]
+mod telemetry;
 mod tools;
 
 use std::path::{Path, PathBuf};

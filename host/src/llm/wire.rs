@@ -4,8 +4,10 @@
 //! [`WireProvider`] speaks OpenAI's format or Anthropic's and nothing else.
 
 use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -14,11 +16,15 @@ use super::error::{WireError, excerpt};
 use super::http::{Flow, HttpClient, HttpOptions};
 use super::sse::Event;
 use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::telemetry::metrics::{key, metrics};
 
 /// What a wire format decides.
 pub(crate) trait WireFormat: Send + Sync + 'static {
     /// The format's name, for messages.
     const NAME: &'static str;
+
+    /// The provider, as the GenAI conventions' `gen_ai.provider.name` names it.
+    const PROVIDER: &'static str;
 
     /// The state of a streamed answer being assembled.
     type Stream: Default + Send;
@@ -129,7 +135,12 @@ impl<F: WireFormat> Provider for WireProvider<F> {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(send(self, request, on_text))
+        Box::pin(async move {
+            let started = Instant::now();
+            let result = send(self, request, on_text).await;
+            record(F::PROVIDER, &self.model, &result, started.elapsed());
+            result
+        })
     }
 }
 
@@ -184,6 +195,41 @@ pub(crate) fn event_json(event: &Event) -> Result<Value, WireError> {
             source,
         )
     })
+}
+
+/// Records a model request that ended with `result` after `took`: its duration and, when the
+/// server reported them, its tokens (the GenAI conventions' metrics).
+fn record(
+    provider: &'static str,
+    model: &str,
+    result: &Result<ChatResponse, ProviderError>,
+    took: Duration,
+) {
+    let mut attributes = vec![
+        KeyValue::new(key::GEN_AI_OPERATION, "chat"),
+        KeyValue::new(key::GEN_AI_PROVIDER, provider),
+        KeyValue::new(key::GEN_AI_MODEL, model.to_owned()),
+    ];
+    let metrics = metrics();
+    if let Ok(ChatResponse {
+        usage: Some(usage), ..
+    }) = result
+    {
+        for (kind, tokens) in [
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+        ] {
+            attributes.push(KeyValue::new(key::TOKEN_TYPE, kind));
+            metrics.gen_ai_tokens.record(tokens, &attributes);
+            attributes.pop();
+        }
+    }
+    if let Err(error) = result {
+        attributes.push(KeyValue::new(key::ERROR_TYPE, error.kind().as_str()));
+    }
+    metrics
+        .gen_ai_operation
+        .record(took.as_secs_f64(), &attributes);
 }
 
 #[cfg(test)]

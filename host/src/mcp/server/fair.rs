@@ -25,6 +25,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::lock;
 use super::service::ResponseBody;
 use crate::manifest::PerCallerLimits;
+use crate::telemetry::metrics::metrics;
 
 /// The most callers whose allowance is kept apart at once.
 pub(super) const MAX_CALLERS: usize = 10_000;
@@ -81,11 +82,13 @@ impl FairShare {
                 let wait = refused.wait_time_from(requests.clock().now());
                 let message = "too many requests from this caller ([mcp.per_caller] rate); \
                                try again after the time Retry-After says";
+                metrics().refused("rate_limit");
                 return Err(Box::new(too_many(wait, message, id)));
             }
         }
         let permit = match (&self.calls, is_call) {
             (Some(calls), true) => Some(calls.enter(key).ok_or_else(|| {
+                metrics().refused("calls_per_caller");
                 let message = format!(
                     "this caller has {} tool calls running, the most it may ([mcp.per_caller] \
                      calls); try again when one has finished",

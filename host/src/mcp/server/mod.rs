@@ -52,6 +52,7 @@ mod fair;
 mod http;
 mod identity;
 mod jsonrpc;
+mod metered;
 mod offers;
 mod options;
 mod output;

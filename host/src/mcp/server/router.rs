@@ -2,7 +2,7 @@
 //! time) and sessions (how many), JSON-RPC errors for bodies that are not JSON-RPC, and the
 //! answers watched on their way out.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -17,10 +17,13 @@ use super::disconnect::WatchedBody;
 use super::fair::{Admitted, FairShare};
 use super::identity;
 use super::jsonrpc::{self, Refused};
+use super::metered;
 use super::options::HttpServerOptions;
 use super::owners::SessionOwners;
 use super::service::{Mcp, ResponseBody};
 use crate::caller::Caller;
+use crate::telemetry::MetricsPage;
+use crate::telemetry::metrics::metrics;
 
 pub(super) struct Router {
     mcp: Mcp,
@@ -41,6 +44,8 @@ pub(super) struct Router {
     owners: SessionOwners,
     /// Each caller's fair share, once the host (whose manifest sets it) is loaded.
     fair: std::sync::OnceLock<FairShare>,
+    /// What `/metrics` answers, if the application installed an exporter.
+    metrics: Option<MetricsPage>,
 }
 
 impl Router {
@@ -59,6 +64,7 @@ impl Router {
             answers: TaskTracker::new(),
             owners: SessionOwners::default(),
             fair: std::sync::OnceLock::new(),
+            metrics: options.metrics.clone(),
         }
     }
 
@@ -72,13 +78,14 @@ impl Router {
         match request.uri().path() {
             "/mcp" => {}
             "/health" => return self.health(&request).await,
+            "/metrics" => return self.metrics(request).await,
             path if (self.resource_server.as_ref()).is_some_and(|rs| rs.is_metadata_path(path)) => {
                 return self.resource_metadata(&request).await;
             }
             _ => {
                 return text(
                     StatusCode::NOT_FOUND,
-                    "not found: the MCP endpoint is /mcp (and GET /health)",
+                    "not found: the MCP endpoint is /mcp (and GET /health, GET /metrics)",
                 );
             }
         }
@@ -166,6 +173,7 @@ impl Router {
             "refused a request: {} connections are open, the most served (--max-connections)",
             self.max_connections
         );
+        metrics().refused("connections");
         let mut response = jsonrpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             &Refused::internal(format!(
@@ -225,6 +233,8 @@ impl Router {
             Ok(admitted) => admitted,
             Err(refused) => return *refused,
         };
+        let started = Instant::now();
+        let timed = request_id.is_some();
         let request = Request::from_parts(parts, Full::new(bytes));
         let response =
             if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
@@ -232,7 +242,15 @@ impl Router {
             } else {
                 self.forward(request, method, request_id).await
             };
-        admitted.hold(response)
+        let response = admitted.hold(response);
+        if !timed {
+            return response;
+        }
+        metered::timed(
+            response,
+            started,
+            metered::attributes(&self.server, &message),
+        )
     }
 
     /// Lets a request through within its caller's fair share, or answers it 429.
@@ -261,6 +279,7 @@ impl Router {
         let sessions = self.mcp.sessions().await;
         if sessions >= self.max_sessions && self.mcp.refuses(request.headers()).await.is_none() {
             tracing::warn!("refused a session: {sessions} open, the most kept (--max-sessions)");
+            metrics().refused("sessions");
             let mut refused = Refused::internal(format!(
                 "the server holds {sessions} sessions, the most it keeps (--max-sessions): end \
                  one (DELETE /mcp) or wait until an idle one ends (--session-idle-timeout)"
@@ -273,6 +292,8 @@ impl Router {
         let caller = caller_key(&request);
         let answer = self.forward(request, Some("initialize"), id).await;
         self.owners.bind(answer.headers(), caller);
+        let sessions = self.mcp.sessions().await;
+        metrics().sessions.record(sessions as u64, &[]);
         answer
     }
 
@@ -307,6 +328,7 @@ impl Router {
     async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<ResponseBody>> {
         let read = Limited::new(body, self.max_body).collect();
         let Ok(read) = tokio::time::timeout(self.read_timeout, read).await else {
+            metrics().refused("read_timeout");
             let mut response = jsonrpc_error(
                 StatusCode::REQUEST_TIMEOUT,
                 &Refused::invalid_request_text(format!(
@@ -329,6 +351,7 @@ impl Router {
 
     /// 413, for a body larger than the limit (declared or read).
     fn too_large(&self) -> Response<ResponseBody> {
+        metrics().refused("too_large");
         let mut response = jsonrpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &Refused::invalid_request_text(format!(
@@ -367,6 +390,46 @@ impl Router {
             )
         };
         json_response(status, &body)
+    }
+}
+
+impl Router {
+    /// `GET /metrics`: the metrics in Prometheus's text format, behind the same checks as
+    /// `/mcp` (`Host`, `Origin`, and the token or access token when one is required).
+    async fn metrics(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "use GET /metrics");
+        }
+        if let Some(refused) = self.mcp.refuses(request.headers()).await {
+            return refused;
+        }
+        if let Err(response) = self.authenticate(request).await {
+            return response;
+        }
+        let Some(page) = &self.metrics else {
+            return text(
+                StatusCode::NOT_FOUND,
+                "not found: this server exports no metrics (the application installed no \
+                 Prometheus exporter)",
+            );
+        };
+        let sessions = self.mcp.sessions().await;
+        metrics().sessions.record(sessions as u64, &[]);
+        match page.render() {
+            Ok(body) => {
+                let mut response = text(StatusCode::OK, &body);
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                response
+            }
+            Err(error) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("cannot render the metrics: {error}"),
+            ),
+        }
     }
 }
 
