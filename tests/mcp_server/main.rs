@@ -19,6 +19,7 @@ mod relay;
 mod served;
 mod session;
 mod stdio;
+mod traces;
 
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};

@@ -140,6 +140,8 @@ impl Agent {
     ) -> Result<RunResult, AgentError> {
         let span = tracing::info_span!(
             "agent_run",
+            otel.name = "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
             model = %self.provider.describe(),
             run_id = state.run_id()
         );

@@ -1,22 +1,36 @@
 //! The `host` binary's exporters: the library records on the OpenTelemetry API (see
 //! `toolhost::telemetry`), and what is recorded goes out only through what is set up here.
 
+use std::time::Duration;
+
 use anyhow::Context as _;
+use bytes::Bytes;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_http::{HttpClient, HttpError};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
+#[cfg(feature = "mcp-server")]
 use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+#[cfg(feature = "mcp-server")]
 use prometheus::{Encoder as _, TextEncoder};
+#[cfg(feature = "mcp-server")]
 use toolhost::telemetry::MetricsPage;
+use tracing_subscriber::registry::LookupSpan;
 
 /// The service name when `OTEL_SERVICE_NAME` (or `service.name` in `OTEL_RESOURCE_ATTRIBUTES`)
 /// names none.
 const SERVICE_NAME: &str = "toolhost";
 
 /// The exporters set up for this process; dropping it flushes and stops them.
+#[cfg(feature = "mcp-server")]
 pub struct Telemetry {
     meters: SdkMeterProvider,
     registry: prometheus::Registry,
 }
 
+#[cfg(feature = "mcp-server")]
 impl Telemetry {
     /// Sets the global meter provider with a Prometheus exporter, before anything records.
     pub fn start() -> anyhow::Result<Self> {
@@ -46,6 +60,7 @@ impl Telemetry {
     }
 }
 
+#[cfg(feature = "mcp-server")]
 impl Drop for Telemetry {
     fn drop(&mut self) {
         if let Err(error) = self.meters.shutdown() {
@@ -65,5 +80,100 @@ fn resource() -> Resource {
         builder.build()
     } else {
         builder.with_service_name(SERVICE_NAME).build()
+    }
+}
+
+/// The variables that turn trace export on: an OTLP endpoint for all signals or for traces.
+const ENDPOINT_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+];
+
+/// The spans exported over OTLP; dropping it sends those still waiting.
+pub struct Traces {
+    provider: SdkTracerProvider,
+}
+
+impl Traces {
+    /// The OTLP/HTTP trace exporter and the layer that feeds it the `tracing` spans, when the
+    /// standard variables ask for one: an endpoint set (`OTEL_EXPORTER_OTLP_ENDPOINT` or
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`), and neither `OTEL_SDK_DISABLED=true` nor
+    /// `OTEL_TRACES_EXPORTER=none`. The SDK reads the rest as the specification says
+    /// (`OTEL_TRACES_SAMPLER` and its argument, the headers, the timeout,
+    /// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`). W3C trace context is then read from
+    /// requests and passed on. Exports run on `runtime`.
+    pub fn start<S>(
+        runtime: tokio::runtime::Handle,
+    ) -> anyhow::Result<Option<(Self, impl tracing_subscriber::Layer<S>)>>
+    where
+        S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+    {
+        let off = |variable: &str, value: &str| {
+            std::env::var(variable).is_ok_and(|set| set.trim().eq_ignore_ascii_case(value))
+        };
+        if !ENDPOINT_VARIABLES
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+            || off("OTEL_SDK_DISABLED", "true")
+            || off("OTEL_TRACES_EXPORTER", "none")
+        {
+            return Ok(None);
+        }
+        toolhost::tls::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .context("cannot make the OTLP exporter's HTTP client")?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_http_client(OtlpClient { http, runtime })
+            .build()
+            .context("cannot set up the OTLP trace exporter (OTEL_EXPORTER_OTLP_* variables)")?;
+        let provider = SdkTracerProvider::builder()
+            .with_resource(resource())
+            .with_batch_exporter(exporter)
+            .build();
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        let tracer = provider.tracer("toolhost");
+        let layer = tracing_opentelemetry::layer().with_tracer(tracer);
+        Ok(Some((Self { provider }, layer)))
+    }
+}
+
+impl Drop for Traces {
+    fn drop(&mut self) {
+        if let Err(error) = self.provider.shutdown() {
+            eprintln!("warning: not every span was exported: {error}");
+        }
+    }
+}
+
+/// The OTLP exporter's HTTP client: the host's reqwest, its requests run on the host's
+/// runtime (the SDK exports from a thread of its own, outside it).
+#[derive(Debug)]
+struct OtlpClient {
+    http: reqwest::Client,
+    runtime: tokio::runtime::Handle,
+}
+
+#[async_trait::async_trait]
+impl HttpClient for OtlpClient {
+    async fn send_bytes(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<Bytes>, HttpError> {
+        let request = reqwest::Request::try_from(request)?;
+        let http = self.http.clone();
+        let sent = self.runtime.spawn(async move {
+            let answer = http.execute(request).await?;
+            let mut response = http::Response::builder().status(answer.status());
+            if let Some(headers) = response.headers_mut() {
+                headers.extend(answer.headers().clone());
+            }
+            let body = answer.bytes().await?;
+            Ok::<_, HttpError>(response.body(body)?)
+        });
+        sent.await?
     }
 }

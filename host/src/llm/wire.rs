@@ -11,11 +11,12 @@ use opentelemetry::KeyValue;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use super::error::{WireError, excerpt};
 use super::http::{Flow, HttpClient, HttpOptions};
 use super::sse::Event;
-use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ApiKey, ChatRequest, ChatResponse, FinishReason, Provider, ProviderError};
 use crate::telemetry::metrics::{key, metrics};
 
 /// What a wire format decides.
@@ -135,12 +136,32 @@ impl<F: WireFormat> Provider for WireProvider<F> {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(async move {
-            let started = Instant::now();
-            let result = send(self, request, on_text).await;
-            record(F::PROVIDER, &self.model, &result, started.elapsed());
-            result
-        })
+        // The GenAI conventions' client span; the server gets its trace context in the
+        // request's headers.
+        let span = tracing::info_span!(
+            "model_chat",
+            otel.name = %format_args!("chat {}", self.model),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = F::PROVIDER,
+            gen_ai.request.model = %self.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let recorded = span.clone();
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let result = send(self, request, on_text).await;
+                record(F::PROVIDER, &self.model, &result, started.elapsed());
+                traced(&recorded, &result);
+                result
+            }
+            .instrument(span),
+        )
     }
 }
 
@@ -195,6 +216,30 @@ pub(crate) fn event_json(event: &Event) -> Result<Value, WireError> {
             source,
         )
     })
+}
+
+/// Records on a model request's span what it ended with: its tokens and why it stopped, or
+/// the kind of its error.
+fn traced(span: &tracing::Span, result: &Result<ChatResponse, ProviderError>) {
+    match result {
+        Ok(response) => {
+            if let Some(usage) = response.usage {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            }
+            let finish = match &response.finish {
+                FinishReason::Stop => "stop",
+                FinishReason::ToolCalls => "tool_calls",
+                FinishReason::Length => "length",
+                FinishReason::Other(other) => other.as_str(),
+            };
+            span.record("gen_ai.response.finish_reasons", finish);
+        }
+        Err(error) => {
+            span.record("error.type", error.kind().as_str());
+            span.record("otel.status_code", "ERROR");
+        }
+    }
 }
 
 /// Records a model request that ended with `result` after `took`: its duration and, when the

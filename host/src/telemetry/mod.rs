@@ -1,5 +1,5 @@
 //! What the host tells about itself: metrics through the OpenTelemetry API, spans through
-//! `tracing`.
+//! `tracing`, and the W3C trace context it reads from requests and passes on.
 //!
 //! The library stays quiet. It records on the instruments of the global meter provider
 //! (`opentelemetry::global`), which does nothing until an application sets one, and it emits
@@ -10,6 +10,7 @@
 //!
 //! [`Host`]: crate::Host
 
+pub mod context;
 pub mod metrics;
 
 use std::fmt;

@@ -15,7 +15,7 @@ use crate::mcp::client::McpServerConfig;
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
-use crate::telemetry::metrics::{UNKNOWN, metrics};
+use crate::telemetry::metrics::{UNKNOWN, metrics, outcome};
 
 pub mod access;
 mod catalog;
@@ -385,8 +385,15 @@ impl Toolbox {
         };
         let entry = &catalog.entries[at];
         let source = &self.slots[entry.slot].source;
+        // The GenAI conventions' `execute_tool` span, with toolhost's own fields.
         let span = tracing::info_span!(
             "tool_call",
+            otel.name = %format_args!("execute_tool {name}"),
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = name,
+            gen_ai.tool.call.id = %context.call_id,
+            error.type = tracing::field::Empty,
             tool = name,
             source = entry.origin.name(),
             call_id = %context.call_id,
@@ -406,6 +413,8 @@ impl Toolbox {
                 }
                 Err(error) => {
                     span.record("outcome", error.kind().as_str());
+                    span.record("error.type", outcome(&result));
+                    span.record("otel.status_code", "ERROR");
                     tracing::debug!("tool call failed: {error}");
                 }
             }

@@ -220,6 +220,7 @@ where
             input: Default::default(),
             // stdio: the operator, who runs the host.
             caller: None,
+            headers: None,
         };
         let mut answer = self.server.answer(call).await;
         cannot_ask(&name, &mut answer);
