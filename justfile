@@ -51,6 +51,7 @@ test: build tools
     scripts/setup-mcp-peers.sh
     scripts/setup-haproxy.sh
     scripts/setup-prometheus.sh
+    scripts/setup-chromium.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace

@@ -18,6 +18,7 @@ mod peers;
 mod relay;
 mod served;
 mod session;
+mod status;
 mod stdio;
 mod traces;
 
