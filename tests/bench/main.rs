@@ -24,7 +24,9 @@
 //! - **oauth** (`oauth.rs`): a call with a validated (cached) JWT access token against one with
 //!   no auth, over `host mcp --http`;
 //! - **fairness** (`fairness.rs`): a quiet caller's latency while another floods, without and
-//!   with per-caller limits.
+//!   with per-caller limits;
+//! - **telemetry** (`telemetry.rs`): a call with telemetry off, with metrics and unsampled
+//!   traces, and with every call traced and exported over OTLP, side by side.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -50,6 +52,7 @@ mod parallel;
 mod profile;
 mod reports;
 mod start;
+mod telemetry;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -143,6 +146,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "fairness",
         run: |bench| Box::pin(fairness::report(bench)),
+    },
+    Section {
+        name: "telemetry",
+        run: |bench| Box::pin(telemetry::report(bench)),
     },
 ];
 

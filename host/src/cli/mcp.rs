@@ -153,7 +153,7 @@ impl McpArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
         // Before anything records: the library takes its instruments once.
         let telemetry = match self.listen {
-            Some(_) => Some(Telemetry::start()?),
+            Some(_) => Telemetry::start()?,
             None => None,
         };
         let token = match &self.token_env {

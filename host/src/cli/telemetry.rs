@@ -32,8 +32,13 @@ pub struct Telemetry {
 
 #[cfg(feature = "mcp-server")]
 impl Telemetry {
-    /// Sets the global meter provider with a Prometheus exporter, before anything records.
-    pub fn start() -> anyhow::Result<Self> {
+    /// Sets the global meter provider with a Prometheus exporter, before anything records;
+    /// `None` when `OTEL_SDK_DISABLED=true` turns telemetry off (nothing is recorded then,
+    /// and `/metrics` answers 404).
+    pub fn start() -> anyhow::Result<Option<Self>> {
+        if sdk_disabled() {
+            return Ok(None);
+        }
         let registry = prometheus::Registry::new();
         let exporter = opentelemetry_prometheus::exporter()
             .with_registry(registry.clone())
@@ -44,7 +49,7 @@ impl Telemetry {
             .with_reader(exporter)
             .build();
         opentelemetry::global::set_meter_provider(meters.clone());
-        Ok(Self { meters, registry })
+        Ok(Some(Self { meters, registry }))
     }
 
     /// What `/metrics` answers: the registry in Prometheus's text format.
@@ -67,6 +72,11 @@ impl Drop for Telemetry {
             tracing::debug!("stopping the metrics exporter: {error}");
         }
     }
+}
+
+/// Whether `OTEL_SDK_DISABLED=true` turns every signal off, as the specification defines it.
+fn sdk_disabled() -> bool {
+    std::env::var("OTEL_SDK_DISABLED").is_ok_and(|set| set.trim().eq_ignore_ascii_case("true"))
 }
 
 /// The resource every metric and span is of: the SDK's (`OTEL_SERVICE_NAME`,
@@ -108,14 +118,13 @@ impl Traces {
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
-        let off = |variable: &str, value: &str| {
-            std::env::var(variable).is_ok_and(|set| set.trim().eq_ignore_ascii_case(value))
-        };
+        let none = std::env::var("OTEL_TRACES_EXPORTER")
+            .is_ok_and(|set| set.trim().eq_ignore_ascii_case("none"));
         if !ENDPOINT_VARIABLES
             .iter()
             .any(|v| std::env::var_os(v).is_some())
-            || off("OTEL_SDK_DISABLED", "true")
-            || off("OTEL_TRACES_EXPORTER", "none")
+            || sdk_disabled()
+            || none
         {
             return Ok(None);
         }
