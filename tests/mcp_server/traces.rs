@@ -2,7 +2,8 @@
 //! OpenTelemetry project's own protobuf definitions (`tests/mcp-peers/otlp_receiver.py`, on
 //! `opentelemetry-proto` from PyPI): one trace from an MCP client's `traceparent` through
 //! `host mcp`'s `tools/call`, its tool call, and the upstream MCP server it reached (another
-//! `host mcp`, exporting to the same receiver), each span's parent the one before.
+//! `host mcp`, exporting to the same receiver), each span's parent the one before; and the
+//! trace context a tool granted HTTP and a model request send.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -11,8 +12,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
-use toolhost_tests::cli::ManifestFile;
+use toolhost_tests::cli::{HostCommand, ManifestFile};
+use toolhost_tests::components::MISBEHAVE;
 use toolhost_tests::mcp::{HANG, HttpServer, peers};
+use toolhost_tests::model::{Format, ScriptedModel, text};
+use toolhost_tests::server::{Reply, TestServer};
 
 /// The client's trace and its span, as a client that traces its own requests sends them.
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -135,6 +139,72 @@ async fn a_malformed_or_oversized_traceparent_is_ignored() {
         assert_ne!(call["trace_id"], TRACE, "a new trace: {call}");
         assert_eq!(call["parent_span_id"], "", "a root: {call}");
     }
+}
+
+#[tokio::test]
+async fn a_tool_granted_http_sends_the_calls_trace_context() {
+    let receiver = Receiver::start().await;
+    let site = TestServer::start(|_| Reply::text(200, "hello")).await;
+    let manifest = ManifestFile::new(&format!(
+        "[components.misbehave]\npath = {MISBEHAVE:?}\ngrants.http = [{:?}]\n",
+        site.authority()
+    ));
+    let server = HttpServer::start(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        ],
+    )
+    .await;
+    server.loaded().await;
+    let mut client = server.client().await;
+    client.headers.push((
+        "traceparent".to_owned(),
+        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+    ));
+    let url = format!("{}/page", site.url());
+    let answer = client.call("fetch", json!({ "address": url })).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let tool = receiver.span(|s| s["name"] == "execute_tool fetch").await;
+    let requests = site.requests();
+    let sent = requests[0]
+        .header("traceparent")
+        .expect("a traceparent header");
+    assert_eq!(
+        sent,
+        format!("00-{TRACE}-{}-01", tool["span_id"].as_str().unwrap()),
+        "the tool's request is a child of its call"
+    );
+}
+
+#[tokio::test]
+async fn a_model_request_carries_its_spans_trace_context() {
+    let receiver = Receiver::start().await;
+    let model = ScriptedModel::start(Format::OpenAi, vec![text("Hello.")]).await;
+    let manifest = ManifestFile::calculator("");
+    HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .env("OTEL_SERVICE_NAME", "runner")
+        .arg("Say hello.")
+        .run()
+        .await
+        .assert_success();
+    let chat = receiver.span(|s| s["name"] == "chat scripted").await;
+    assert_eq!(chat["service"], "runner");
+    assert_eq!(chat["kind"], 3, "a client span: {chat}");
+    assert_eq!(chat["attributes"]["gen_ai.provider.name"], "openai");
+    assert_eq!(chat["attributes"]["gen_ai.response.finish_reasons"], "stop");
+    let run = receiver.span(|s| s["name"] == "invoke_agent").await;
+    assert_eq!(run["trace_id"], chat["trace_id"]);
+    let requests = model.requests();
+    let sent = requests[0]
+        .header("traceparent")
+        .expect("a traceparent header");
+    let (trace, span) = (chat["trace_id"].as_str(), chat["span_id"].as_str());
+    assert_eq!(sent, format!("00-{}-{}-01", trace.unwrap(), span.unwrap()));
 }
 
 /// `tests/mcp-peers/otlp_receiver.py`, with the spans it printed.
