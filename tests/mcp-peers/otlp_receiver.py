@@ -1,12 +1,17 @@
-"""An OTLP/HTTP trace receiver for the tests: decodes each POST to /v1/traces with the
-OpenTelemetry project's own protobuf definitions (opentelemetry-proto) and prints one JSON line
-per span on stdout; the first line is `listening on PORT`. Only binary protobuf, as toolhost
+"""An OTLP/HTTP receiver for the tests: decodes each POST to /v1/traces and /v1/metrics with
+the OpenTelemetry project's own protobuf definitions (opentelemetry-proto) and prints one JSON
+line per span (and one per metric, `{"service", "metric"}`) on stdout; the first line is
+`listening on PORT`. Only binary protobuf, as toolhost
 sends it (http/protobuf)."""
 
 import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -24,10 +29,13 @@ def attributes(pairs):
 
 class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):
-        if self.path != "/v1/traces":
-            self.send_error(404, "only /v1/traces")
-            return
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path == "/v1/metrics":
+            self.metrics(body)
+            return
+        if self.path != "/v1/traces":
+            self.send_error(404, "only /v1/traces and /v1/metrics")
+            return
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
         for resource_spans in request.resource_spans:
@@ -46,7 +54,19 @@ class Receiver(BaseHTTPRequestHandler):
                         "status": span.status.code,
                     }
                     print(json.dumps(line), flush=True)
-        answer = ExportTraceServiceResponse().SerializeToString()
+        self.answer(ExportTraceServiceResponse().SerializeToString())
+
+    def metrics(self, body):
+        request = ExportMetricsServiceRequest()
+        request.ParseFromString(body)
+        for resource_metrics in request.resource_metrics:
+            service = attributes(resource_metrics.resource.attributes).get("service.name")
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    print(json.dumps({"service": service, "metric": metric.name}), flush=True)
+        self.answer(ExportMetricsServiceResponse().SerializeToString())
+
+    def answer(self, answer):
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(answer)))

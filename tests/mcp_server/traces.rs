@@ -29,18 +29,20 @@ async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server(
         ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
         // Sent within a fifth of a second, not the default five.
         ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        // Metrics every half second, not every minute.
+        ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
     ];
     let inner = ManifestFile::calculator("");
     let upstream = HttpServer::start(
         &[inner.arg()],
-        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "upstream")],
+        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "upstream")],
     )
     .await;
     upstream.loaded().await;
     let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
     let front = HttpServer::start(
         &[outer.arg()],
-        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "front")],
+        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "front")],
     )
     .await;
     front.loaded().await;
@@ -93,6 +95,11 @@ async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server(
         .span(|s| s["service"] == "upstream" && s["name"] == "execute_tool square_root")
         .await;
     assert_eq!(upstream_tool["parent_span_id"], upstream_server["span_id"]);
+    // The metrics go out over OTLP too.
+    let pushed = receiver
+        .span(|s| s["service"] == "upstream" && s["metric"] == "toolhost.tool.calls")
+        .await;
+    assert_eq!(pushed["metric"], "toolhost.tool.calls");
     // The sandbox's phases are the component call's events; its arguments are nowhere.
     let events = upstream_tool["events"].to_string();
     assert!(events.contains("calling the tool"), "{upstream_tool}");

@@ -153,7 +153,7 @@ impl McpArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
         // Before anything records: the library takes its instruments once.
         let telemetry = match self.listen {
-            Some(_) => Telemetry::start()?,
+            Some(_) => Telemetry::start(tokio::runtime::Handle::current())?,
             None => None,
         };
         let token = match &self.token_env {

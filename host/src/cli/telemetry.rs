@@ -32,10 +32,13 @@ pub struct Telemetry {
 
 #[cfg(feature = "mcp-server")]
 impl Telemetry {
-    /// Sets the global meter provider with a Prometheus exporter, before anything records;
+    /// Sets the global meter provider with a Prometheus exporter, before anything records,
+    /// and an OTLP/HTTP one pushing from `runtime` when the standard variables name an
+    /// endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`,
+    /// unless `OTEL_METRICS_EXPORTER=none`; every `OTEL_METRIC_EXPORT_INTERVAL`, 60 s).
     /// `None` when `OTEL_SDK_DISABLED=true` turns telemetry off (nothing is recorded then,
     /// and `/metrics` answers 404).
-    pub fn start() -> anyhow::Result<Option<Self>> {
+    pub fn start(runtime: tokio::runtime::Handle) -> anyhow::Result<Option<Self>> {
         if sdk_disabled() {
             return Ok(None);
         }
@@ -44,10 +47,24 @@ impl Telemetry {
             .with_registry(registry.clone())
             .build()
             .context("cannot set up the Prometheus exporter")?;
-        let meters = SdkMeterProvider::builder()
+        let mut meters = SdkMeterProvider::builder()
             .with_resource(resource())
-            .with_reader(exporter)
-            .build();
+            .with_reader(exporter);
+        if otlp_wanted(
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "OTEL_METRICS_EXPORTER",
+        ) {
+            let pushed = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_http_client(OtlpClient::new(runtime)?)
+                .build()
+                .context(
+                    "cannot set up the OTLP metric exporter (OTEL_EXPORTER_OTLP_* variables)",
+                )?;
+            meters = meters.with_periodic_exporter(pushed);
+        }
+        let meters = meters.build();
         opentelemetry::global::set_meter_provider(meters.clone());
         Ok(Some(Self { meters, registry }))
     }
@@ -93,11 +110,16 @@ fn resource() -> Resource {
     }
 }
 
-/// The variables that turn trace export on: an OTLP endpoint for all signals or for traces.
-const ENDPOINT_VARIABLES: [&str; 2] = [
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-];
+/// Whether a signal goes out over OTLP: an endpoint named for all signals
+/// (`OTEL_EXPORTER_OTLP_ENDPOINT`) or for this one (`endpoint`), its `exporter` variable not
+/// `none`, and the SDK not disabled.
+fn otlp_wanted(endpoint: &str, exporter: &str) -> bool {
+    let named = ["OTEL_EXPORTER_OTLP_ENDPOINT", endpoint]
+        .iter()
+        .any(|variable| std::env::var_os(variable).is_some());
+    let none = std::env::var(exporter).is_ok_and(|set| set.trim().eq_ignore_ascii_case("none"));
+    named && !none && !sdk_disabled()
+}
 
 /// The spans exported over OTLP; dropping it sends those still waiting.
 pub struct Traces {
@@ -118,25 +140,13 @@ impl Traces {
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
-        let none = std::env::var("OTEL_TRACES_EXPORTER")
-            .is_ok_and(|set| set.trim().eq_ignore_ascii_case("none"));
-        if !ENDPOINT_VARIABLES
-            .iter()
-            .any(|v| std::env::var_os(v).is_some())
-            || sdk_disabled()
-            || none
-        {
+        if !otlp_wanted("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER") {
             return Ok(None);
         }
-        toolhost::tls::install_crypto_provider();
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
-            .context("cannot make the OTLP exporter's HTTP client")?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
             .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
-            .with_http_client(OtlpClient { http, runtime })
+            .with_http_client(OtlpClient::new(runtime)?)
             .build()
             .context("cannot set up the OTLP trace exporter (OTEL_EXPORTER_OTLP_* variables)")?;
         let provider = SdkTracerProvider::builder()
@@ -164,6 +174,18 @@ impl Drop for Traces {
 struct OtlpClient {
     http: reqwest::Client,
     runtime: tokio::runtime::Handle,
+}
+
+impl OtlpClient {
+    /// The host's reqwest (rustls and the platform's roots), each export within 10 s.
+    fn new(runtime: tokio::runtime::Handle) -> anyhow::Result<Self> {
+        toolhost::tls::install_crypto_provider();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .context("cannot make the OTLP exporter's HTTP client")?;
+        Ok(Self { http, runtime })
+    }
 }
 
 #[async_trait::async_trait]
