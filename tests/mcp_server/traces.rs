@@ -95,6 +95,11 @@ async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server(
         .span(|s| s["service"] == "upstream" && s["name"] == "execute_tool square_root")
         .await;
     assert_eq!(upstream_tool["parent_span_id"], upstream_server["span_id"]);
+    // Every other request served is a span too.
+    let initialize = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "initialize" && s["kind"] == 2)
+        .await;
+    assert_eq!(initialize["attributes"]["mcp.method.name"], "initialize");
     // The metrics go out over OTLP too.
     let pushed = receiver
         .span(|s| s["service"] == "upstream" && s["metric"] == "toolhost.tool.calls")

@@ -1,6 +1,7 @@
 //! The answer to an MCP request over HTTP, timed: `mcp.server.operation.duration` is recorded
 //! when its body has gone out whole or was dropped (a stream of a `tools/call` ends with the
-//! call's result, so the time is the call's, not that of the first byte).
+//! call's result, so the time is the call's, not that of the first byte). A request other
+//! than `tools/call` (which has a span of its own, `calls.rs`) is a span that ends then too.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -15,6 +16,7 @@ use serde_json::Value;
 
 use super::McpServer;
 use super::service::ResponseBody;
+use crate::telemetry::context;
 use crate::telemetry::metrics::{UNKNOWN, key, metrics};
 
 /// The MCP methods a request may name, the values `mcp.method.name` takes (any other is
@@ -61,23 +63,58 @@ pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
     attributes
 }
 
-/// `response`, recording its duration from `started` under `attributes` when its body ends.
+/// The span of request `message` (any but `tools/call`), its parent the trace context the
+/// client sent (`_meta`, else `headers`).
+pub(super) fn span(message: &Value, headers: &http::HeaderMap) -> Option<tracing::Span> {
+    let method = message.get("method").and_then(Value::as_str)?;
+    if method == "tools/call" {
+        return None;
+    }
+    let method = METHODS
+        .into_iter()
+        .find(|known| *known == method)
+        .unwrap_or(UNKNOWN);
+    let meta = message.pointer("/params/_meta").and_then(Value::as_object);
+    let parent = context::extract(meta, Some(headers));
+    let _parent = parent.attach();
+    let session = headers
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok());
+    let id = message.get("id").map(Value::to_string);
+    Some(tracing::info_span!(
+        "mcp_request",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = method,
+        jsonrpc.request.id = id,
+        mcp.session.id = session,
+        error.type = tracing::field::Empty,
+    ))
+}
+
+/// `response`, recording its duration from `started` under `attributes` when its body ends,
+/// and then ending `span`.
 pub(super) fn timed(
     response: Response<ResponseBody>,
     started: Instant,
     mut attributes: Vec<KeyValue>,
+    span: Option<tracing::Span>,
 ) -> Response<ResponseBody> {
     let (parts, inner) = response.into_parts();
     if !parts.status.is_success() {
-        attributes.push(KeyValue::new(
-            key::ERROR_TYPE,
-            parts.status.as_u16().to_string(),
-        ));
+        let status = parts.status.as_u16().to_string();
+        if let Some(span) = &span {
+            span.record("error.type", status.as_str());
+            span.record("otel.status_code", "ERROR");
+        }
+        attributes.push(KeyValue::new(key::ERROR_TYPE, status));
     }
     let body = MeteredBody {
         inner,
         started,
         attributes,
+        _span: span,
     };
     Response::from_parts(parts, body.boxed())
 }
@@ -86,6 +123,8 @@ struct MeteredBody {
     inner: ResponseBody,
     started: Instant,
     attributes: Vec<KeyValue>,
+    /// Ends when the answer has gone out.
+    _span: Option<tracing::Span>,
 }
 
 impl Body for MeteredBody {

@@ -10,6 +10,7 @@ use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use super::McpServer;
 use super::auth::{Challenge, ResourceServer};
@@ -236,22 +237,27 @@ impl Router {
         };
         let started = Instant::now();
         let timed = request_id.is_some();
+        let span = timed
+            .then(|| metered::span(&message, &parts.headers))
+            .flatten();
         let request = Request::from_parts(parts, Full::new(bytes));
-        let response =
+        let handled = async {
             if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
                 self.initialize(request, request_id).await
             } else {
                 self.forward(request, method, request_id).await
-            };
+            }
+        };
+        let response = match &span {
+            Some(span) => handled.instrument(span.clone()).await,
+            None => handled.await,
+        };
         let response = admitted.hold(response);
         if !timed {
             return response;
         }
-        metered::timed(
-            response,
-            started,
-            metered::attributes(&self.server, &message),
-        )
+        let attributes = metered::attributes(&self.server, &message);
+        metered::timed(response, started, attributes, span)
     }
 
     /// Lets a request through within its caller's fair share, or answers it 429.
