@@ -5,6 +5,7 @@
 //! `host mcp`, exporting to the same receiver), each span's parent the one before; and the
 //! trace context a tool granted HTTP and a model request send.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::process::{Child, Command};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::components::MISBEHAVE;
-use toolhost_tests::mcp::{HANG, HttpServer, peers};
+use toolhost_tests::mcp::{HANG, HttpServer, StdioServer, peers};
 use toolhost_tests::model::{Format, ScriptedModel, text};
 use toolhost_tests::server::{Reply, TestServer};
 
@@ -217,6 +218,33 @@ async fn a_model_request_carries_its_spans_trace_context() {
         .expect("a traceparent header");
     let (trace, span) = (chat["trace_id"].as_str(), chat["span_id"].as_str());
     assert_eq!(sent, format!("00-{}-{}-01", trace.unwrap(), span.unwrap()));
+}
+
+#[tokio::test]
+async fn a_stdio_server_pushes_its_metrics_and_spans() {
+    let receiver = Receiver::start().await;
+    let manifest = ManifestFile::calculator("");
+    let endpoint = receiver.endpoint.clone();
+    let mut server = StdioServer::start_with_env(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+            ("OTEL_METRIC_EXPORT_INTERVAL", Path::new("500")),
+            ("OTEL_SERVICE_NAME", Path::new("stdio")),
+        ],
+    )
+    .await;
+    let answer = server.call("add", json!({ "a": 1, "b": 2 })).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    receiver
+        .span(|s| s["service"] == "stdio" && s["metric"] == "mcp.server.operation.duration")
+        .await;
+    server.close_stdin();
+    // Its spans go out when it exits, if not before.
+    let call = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "tools/call add")
+        .await;
+    assert_eq!(call["parent_span_id"], "", "a root: {call}");
 }
 
 /// `tests/mcp-peers/otlp_receiver.py`, with the spans it printed.

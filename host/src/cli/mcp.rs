@@ -151,10 +151,12 @@ pub struct McpArgs {
 
 impl McpArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
-        // Before anything records: the library takes its instruments once.
-        let telemetry = match self.listen {
-            Some(_) => Telemetry::start(tokio::runtime::Handle::current())?,
-            None => None,
+        // Before anything records: the library takes its instruments once. Over HTTP for
+        // `/metrics`; on stdio only when they are pushed over OTLP.
+        let telemetry = if self.listen.is_some() || Telemetry::pushes() {
+            Telemetry::start(tokio::runtime::Handle::current())?
+        } else {
+            None
         };
         let token = match &self.token_env {
             Some(var) => Some(read_token(var)?),

@@ -50,10 +50,7 @@ impl Telemetry {
         let mut meters = SdkMeterProvider::builder()
             .with_resource(resource())
             .with_reader(exporter);
-        if otlp_wanted(
-            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-            "OTEL_METRICS_EXPORTER",
-        ) {
+        if Self::pushes() {
             let pushed = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
@@ -67,6 +64,14 @@ impl Telemetry {
         let meters = meters.build();
         opentelemetry::global::set_meter_provider(meters.clone());
         Ok(Some(Self { meters, registry }))
+    }
+
+    /// Whether the metrics are pushed over OTLP (see [`start`](Self::start)).
+    pub fn pushes() -> bool {
+        otlp_wanted(
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "OTEL_METRICS_EXPORTER",
+        )
     }
 
     /// What `/metrics` answers: the registry in Prometheus's text format.

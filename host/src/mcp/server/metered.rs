@@ -42,7 +42,8 @@ const METHODS: [&str; 17] = [
 ];
 
 /// The attributes of request `message` (its method and, for `tools/call`, the tool when the
-/// server has it), for `mcp.server.operation.duration`.
+/// server has it), for `mcp.server.operation.duration` (over HTTP here; a `tools/call` on
+/// stdio in `direct.rs`).
 pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
     let method = message.get("method").and_then(Value::as_str);
     let method = METHODS
@@ -61,6 +62,17 @@ pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
         attributes.push(KeyValue::new(key::TOOL, tool));
     }
     attributes
+}
+
+/// Records a `tools/call` of `name` served on stdio since `started`, which `failed` or not.
+pub(super) fn stdio_call(server: &McpServer, name: &str, failed: bool, started: Instant) {
+    let message = serde_json::json!({ "method": "tools/call", "params": { "name": name } });
+    let mut attributes = attributes(server, &message);
+    if failed {
+        attributes.push(KeyValue::new(key::ERROR_TYPE, "error"));
+    }
+    let took = started.elapsed().as_secs_f64();
+    metrics().mcp_operation.record(took, &attributes);
 }
 
 /// The span of request `message` (any but `tools/call`), its parent the trace context the
