@@ -20,9 +20,14 @@ const MCP_BUCKETS: [f64; 14] = [
 #[tokio::test]
 async fn prometheus_scrapes_the_calls_their_outcomes_and_their_latency() {
     let manifest = test_manifest();
-    let server = HttpServer::start(&[manifest.arg()], &[]).await;
+    let server = HttpServer::start(&[manifest.arg(), "--max-request", "2KiB"], &[]).await;
     server.loaded().await;
     let mut client = server.client().await;
+    // A request past --max-request: refused, and counted as such.
+    let padding = "x".repeat(4096);
+    let big = json!({ "jsonrpc": "2.0", "id": 99, "method": "ping", "params": { "_meta": { "pad": padding } } });
+    let refused = client.post(&big).send().await.unwrap();
+    assert_eq!(refused.status(), 413);
     let mut slowest = Duration::ZERO;
     for x in [2, 3, 5, 7, 11] {
         let started = Instant::now();
@@ -52,6 +57,10 @@ async fn prometheus_scrapes_the_calls_their_outcomes_and_their_latency() {
         .value(r#"sum(toolhost_tool_calls_total{gen_ai_tool_name="hog",toolhost_outcome="memory_limit"})"#)
         .await;
     assert_eq!(memory, 1.0, "one call out of memory");
+    let too_large = prometheus
+        .value(r#"sum(toolhost_http_refusals_total{toolhost_refusal_reason="too_large"})"#)
+        .await;
+    assert_eq!(too_large, 1.0, "one request too large");
     let unknown = prometheus
         .value(r#"sum(mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",gen_ai_tool_name="_unknown"})"#)
         .await;
