@@ -51,6 +51,8 @@ test: build tools
     scripts/setup-mcp-peers.sh
     scripts/setup-haproxy.sh
     scripts/setup-redis.sh
+    scripts/setup-prometheus.sh
+    scripts/setup-chromium.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace

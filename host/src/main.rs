@@ -11,7 +11,6 @@ use cli::ExitStatus;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
-    cli::init_logging(&args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -19,6 +18,13 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
+            return ExitStatus::Error.into();
+        }
+    };
+    let traces = match cli::init_logging(&args, runtime.handle().clone()) {
+        Ok(traces) => traces,
+        Err(error) => {
+            cli::print_error(error.as_ref());
             return ExitStatus::Error.into();
         }
     };
@@ -31,6 +37,8 @@ fn main() -> ExitCode {
             ExitStatus::Error
         }
     };
+    // The spans still waiting go out while the runtime that sends them runs.
+    drop(traces);
     // Do not wait for blocking tasks (a compile in progress) at exit.
     runtime.shutdown_background();
     status.into()

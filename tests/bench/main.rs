@@ -30,6 +30,8 @@
 //! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
 //!   next to a plain call, and a multi-step task's model turns and request bytes with and
 //!   without code mode, in both wire formats.
+//! - **telemetry** (`telemetry.rs`): a call with telemetry off, with metrics and unsampled
+//!   traces, and with every call traced and exported over OTLP, side by side.
 //!
 //! A new section is a module with an `async fn report(bench: &mut Bench)` and a line in
 //! [`SECTIONS`].
@@ -57,6 +59,7 @@ mod profile;
 mod reports;
 mod start;
 mod tasks;
+mod telemetry;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -158,6 +161,10 @@ const SECTIONS: &[Section] = &[
     Section {
         name: "code_mode",
         run: |bench| Box::pin(code_mode::report(bench)),
+    },
+    Section {
+        name: "telemetry",
+        run: |bench| Box::pin(telemetry::report(bench)),
     },
 ];
 

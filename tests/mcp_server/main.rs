@@ -12,15 +12,18 @@ mod cancel;
 mod changes;
 mod code_mode;
 mod http;
+mod metrics;
 mod oauth;
 mod oauth_tokens;
 mod peers;
 mod relay;
 mod served;
 mod session;
+mod status;
 mod stdio;
 mod task_store;
 mod tasks;
+mod traces;
 
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::{CALCULATOR, CLOCK, MISBEHAVE};

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::manifest::{ApprovalMode, AskFor, Manifest};
 use crate::sandbox::Grants;
 use crate::source::Origin;
+use crate::telemetry::metrics::{key, metrics};
 
 impl AskFor {
     /// Whether a tool from `origin` holding `grants` matches.
@@ -167,6 +168,12 @@ impl Approval {
     pub fn is_not_required(&self) -> bool {
         *self == Self::NotRequired
     }
+}
+
+/// Counts an approval `decision`: `asked`, `approved` or `denied` (`toolhost.approvals`).
+pub(crate) fn approval_metric(decision: &'static str) {
+    let attribute = opentelemetry::KeyValue::new(key::APPROVAL, decision);
+    metrics().approvals.add(1, &[attribute]);
 }
 
 /// What the model is told about a rejected call.

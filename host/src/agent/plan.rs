@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::arguments::Arguments;
 use crate::llm::ToolCall;
 
-use super::approval::{Approval, Decision};
+use super::approval::{Approval, Decision, approval_metric};
 use super::audit::AuditTrail;
 use super::execute::{Approved, check_call, check_position};
 use super::guard::RepeatedFailure;
@@ -119,14 +119,21 @@ pub(super) fn plan_calls(turn: &Turn, state: &RunState, limit: usize) -> Vec<Pla
             }
             match turn.decision(&call.id) {
                 None => Plan::Run(Approval::NotRequired, arguments),
-                Some(Some(Decision::Approve)) => Plan::Run(Approval::Approved, arguments),
+                Some(Some(Decision::Approve)) => {
+                    approval_metric("approved");
+                    Plan::Run(Approval::Approved, arguments)
+                }
                 Some(Some(Decision::ApproveForRun)) => {
+                    approval_metric("approved");
                     Plan::Run(Approval::ApprovedForRun, arguments)
                 }
-                Some(Some(Decision::Reject { reason })) => Plan::Answered(
-                    Box::new(ToolExecution::rejected(call, reason, round)),
-                    arguments,
-                ),
+                Some(Some(Decision::Reject { reason })) => {
+                    approval_metric("denied");
+                    Plan::Answered(
+                        Box::new(ToolExecution::rejected(call, reason, round)),
+                        arguments,
+                    )
+                }
                 // `take_ready_turn` hands out decided turns only.
                 Some(None) => Plan::Answered(
                     Box::new(ToolExecution::rejected(call, "", round)),

@@ -9,7 +9,7 @@ use tracing::Instrument;
 use crate::llm::{FinishReason, ToolCall, ToolChoice};
 use crate::source::CallContext;
 
-use super::approval::{Approval, Decision, PendingCall};
+use super::approval::{Approval, Decision, PendingCall, approval_metric};
 use super::audit::AuditTrail;
 use super::execute::{self, Approved, Ran, check_call};
 use super::guard::RepeatedFailure;
@@ -142,6 +142,8 @@ impl Agent {
     ) -> Result<RunResult, AgentError> {
         let span = tracing::info_span!(
             "agent_run",
+            otel.name = "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
             model = %self.provider.describe(),
             run_id = state.run_id()
         );
@@ -293,6 +295,8 @@ impl Agent {
             if needed {
                 if state.approved_for_run(&call.name) {
                     pending.decision = Some(Decision::ApproveForRun);
+                } else {
+                    approval_metric("asked");
                 }
                 approvals.push(pending);
             }

@@ -13,6 +13,7 @@ use toolhost::mcp::server::{self, HttpServerOptions, McpServer, StdioOptions};
 use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{Host, Manifest, McpConfig, PerCallerLimits, Runtime, TasksSection};
 
+use super::telemetry::Telemetry;
 use super::{ExitStatus, GrantArgs, LimitArgs, is_manifest, tools_of};
 
 // `--http ADDR` is the address to listen on; the outgoing-HTTP grant is `--allow-http`, as in
@@ -169,6 +170,13 @@ pub struct McpArgs {
 
 impl McpArgs {
     pub async fn run(self, runtime: &Runtime) -> anyhow::Result<ExitStatus> {
+        // Before anything records: the library takes its instruments once. Over HTTP for
+        // `/metrics`; on stdio only when they are pushed over OTLP.
+        let telemetry = if self.listen.is_some() || Telemetry::pushes() {
+            Telemetry::start(tokio::runtime::Handle::current())?
+        } else {
+            None
+        };
         let token = match &self.token_env {
             Some(var) => Some(read_token(var)?),
             None => None,
@@ -246,6 +254,7 @@ impl McpArgs {
                     max_sessions: self.max_sessions,
                     session_idle_timeout: self.session_idle_timeout.0,
                     shutdown_grace: grace,
+                    metrics: telemetry.as_ref().map(Telemetry::metrics_page),
                 };
                 if !bound.ip().is_loopback() && options.allowed_hosts.is_empty() {
                     eprintln!(

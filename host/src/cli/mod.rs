@@ -25,6 +25,7 @@ mod run;
 mod session;
 #[cfg(feature = "oci")]
 mod sign;
+mod telemetry;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,8 @@ use clap::{Args as ClapArgs, Parser, Subcommand};
 use toolhost::sandbox::{DirGrant, EnvGrant, HostPattern, LimitsConfig};
 use toolhost::units::{ByteSize, HumanDuration};
 use toolhost::{ComponentConfig, Grants, HostBuilder, Runtime, RuntimeConfig};
+
+use telemetry::Traces;
 
 pub use output::{is_broken_pipe, print_error};
 
@@ -276,8 +279,22 @@ pub async fn run(args: Args) -> anyhow::Result<ExitStatus> {
 /// The most rmcp's OAuth module may log (its debug lines carry codes and tokens).
 const NO_SECRETS_IN_LOGS: &str = "rmcp::transport::auth=info";
 
+/// What of toolhost's spans and events is exported as traces (when export is on): its spans
+/// (info) and the phases of a call (debug, under `toolhost::phase`), none of another crate's.
+const EXPORTED: &str = "off,toolhost=info,toolhost::phase=debug";
+
 /// Logs go to stderr, so stdout carries only results. Tool output is logged at info level.
-pub fn init_logging(args: &Args) {
+/// Spans go out over OTLP too when the `OTEL_EXPORTER_OTLP_*` variables ask for it (see
+/// [`Traces::start`]); the exports run on `runtime`, and the returned value sends what is
+/// left when dropped.
+pub fn init_logging(
+    args: &Args,
+    runtime: tokio::runtime::Handle,
+) -> anyhow::Result<Option<Traces>> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{EnvFilter, Layer as _};
+
     // Dependencies only speak up for errors unless asked: their warnings (a refused
     // connection of a tool, say) are reported by toolhost itself where they matter.
     let mut default = match args.verbose {
@@ -292,15 +309,27 @@ pub fn init_logging(args: &Args) {
     }
     // rmcp's OAuth module writes authorization codes and token responses at debug level:
     // never shown, whatever RUST_LOG says, so no secret reaches a log.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(default))
         .add_directive(NO_SECRETS_IN_LOGS.parse().expect("a valid directive"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colours for a terminal only: not in a log file or an MCP client's log pane.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_filter(filter);
+    let registry = tracing_subscriber::registry().with(logs);
+    match Traces::start(runtime)? {
+        Some((traces, layer)) => {
+            registry
+                .with(layer.with_filter(EnvFilter::new(EXPORTED)))
+                .init();
+            Ok(Some(traces))
+        }
+        None => {
+            registry.init();
+            Ok(None)
+        }
+    }
 }
 
 /// Grants given on the command line.

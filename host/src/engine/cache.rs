@@ -22,6 +22,7 @@ use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use opentelemetry::KeyValue;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -30,6 +31,7 @@ use wasmtime::component::Component;
 use crate::engine::bindings::{Contract, wit};
 use crate::error::LoadError;
 use crate::offers::Offers;
+use crate::telemetry::metrics::{key, metrics};
 
 /// Where a loaded component's tools came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -316,7 +318,12 @@ impl CompileCache {
             // engine compatibility again.
             #[allow(unsafe_code)]
             match unsafe { Component::deserialize_file(engine, &entry) } {
-                Ok(component) => return Ok((component, CompileSource::Cache)),
+                Ok(component) => {
+                    metrics()
+                        .component_loads
+                        .add(1, &[KeyValue::new(key::COMPILE_SOURCE, "cache")]);
+                    return Ok((component, CompileSource::Cache));
+                }
                 Err(error) => tracing::warn!(
                     entry = %entry.display(),
                     "compile cache entry unusable, compiling again: {error:#}"
@@ -332,6 +339,9 @@ impl CompileCache {
                 })?,
         };
         let (component, took) = compile(engine, path, &bytes, observer)?;
+        metrics()
+            .component_loads
+            .add(1, &[KeyValue::new(key::COMPILE_SOURCE, "compiled")]);
         let stored = component
             .serialize()
             .map_err(std::io::Error::other)

@@ -8,7 +8,7 @@ use wasmtime::Store;
 
 use super::bindings::{ToolInstance, ToolInstancePre, VersionedOutcome, wit};
 use super::result;
-use super::runtime::Runtime;
+use super::runtime::{CallSlot, Runtime};
 use super::spare_instance::Spare;
 use crate::error::{CallError, TimeLimit};
 use crate::sandbox::limits::within;
@@ -16,7 +16,11 @@ use crate::sandbox::report::CallReports;
 use crate::sandbox::store::{Failure, StoreState, verdict};
 use crate::sandbox::{CapturedLog, Limits, ReportCounts, Sandbox};
 use crate::source::{CallContext, ToolOutput};
+use crate::telemetry::metrics::outcome as called_outcome;
 
+/// The target of the events that mark a call's phases, exported as its span's events when
+/// traces are (the `host` binary exports it at debug level; see `toolhost::telemetry`).
+const PHASE: &str = "toolhost::phase";
 /// Where the time of one call went, phase by phase, as
 /// [`LoadedComponent::call_profiled`](crate::engine::component::LoadedComponent::call_profiled) measures it. The
 /// host's own cost is `store + instantiate + teardown` (and the host side of `call`); `init`
@@ -148,7 +152,9 @@ pub(crate) async fn call_tool(
         }
         Err(error) => return Err(with_stderr(error, &stderr)),
     };
-    let checked = result::check(tool, result, &sandbox.limits, output)?;
+    let checked = result::check(tool, result, &sandbox.limits, output);
+    tracing::debug!(target: PHASE, ok = checked.is_ok(), "the result checked");
+    let checked = checked?;
     Ok(ToolOutput {
         text: checked.text,
         structured: checked.structured,
@@ -203,6 +209,7 @@ where
         }
     };
     let setup = laps.lap();
+    tracing::debug!(target: PHASE, spare = ready.is_some(), "instance slot and store ready");
     // How long instantiating took, and of it the component's own code (and its host calls).
     let mut instantiated = (Duration::ZERO, (Duration::ZERO, Duration::ZERO));
     let work = async {
@@ -214,6 +221,7 @@ where
                 .map_err(Failure::Start)?,
         };
         instantiated = (laps.lap(), store.data_mut().wasm_clock.take());
+        tracing::debug!(target: PHASE, "calling the tool");
         body(&instance, &mut store).await.map_err(Failure::Run)
     };
     let outcome = within(deadline, work).await;
@@ -223,15 +231,8 @@ where
     let stdout = state.stdout.take();
     let stderr = state.stderr.take();
     let result = judge(outcome, state, &limits, tool);
-    // Dropping the store resets the instance's memory and tables, and frees its slot: only
-    // then may another call have it.
-    match spare {
-        Some(spare) => spare.retire(pre, store, slot),
-        None => {
-            drop(store);
-            drop(slot);
-        }
-    }
+    tracing::debug!(target: PHASE, outcome = called_outcome(&result), "the call ended");
+    release(spare, pre, store, slot);
     if let Some(phases) = phases {
         let (instantiate, (init, init_host)) = instantiated;
         *phases = CallPhases {
@@ -246,6 +247,24 @@ where
         };
     }
     (result, stdout, stderr)
+}
+
+/// Ends a call: `spare` makes the next instance and drops the store and slot after, else
+/// they are dropped now. Dropping the store resets the instance's memory and tables, and
+/// frees its slot: only then may another call have it.
+fn release(
+    spare: Option<&Arc<Spare>>,
+    pre: &ToolInstancePre,
+    store: Store<StoreState>,
+    slot: CallSlot,
+) {
+    match spare {
+        Some(spare) => spare.retire(pre, store, slot),
+        None => {
+            drop(store);
+            drop(slot);
+        }
+    }
 }
 
 /// A store for a call in `sandbox`, with its instance when `spare` has one ready; else a

@@ -16,6 +16,7 @@ use super::cache::{CompileCache, CompileEvent, default_cache_dir};
 use crate::sandbox::Sandbox;
 use crate::sandbox::report::CoarseClock;
 use crate::sandbox::store::{StoreSettings, StoreState, new_store};
+use crate::telemetry::metrics::{Held, metrics};
 
 /// Told when a component has to be compiled (it is not in the cache) and when that is over,
 /// so a command-line front end can show progress: compiling a 15 MB component takes seconds.
@@ -204,13 +205,11 @@ impl Runtime {
         deadline: Option<tokio::time::Instant>,
     ) -> Option<CallSlot> {
         let Some(slots) = &self.inner.slots else {
-            return Some(CallSlot { _permit: None });
+            return Some(CallSlot::new(None));
         };
         // The common case, a free slot, without arming a timer.
         if let Ok(permit) = slots.clone().try_acquire_owned() {
-            return Some(CallSlot {
-                _permit: Some(permit),
-            });
+            return Some(CallSlot::new(Some(permit)));
         }
         let wait = slots.clone().acquire_owned();
         let permit = match deadline {
@@ -218,9 +217,7 @@ impl Runtime {
             None => wait.await,
         };
         // The semaphore is never closed.
-        permit.ok().map(|permit| CallSlot {
-            _permit: Some(permit),
-        })
+        permit.ok().map(|permit| CallSlot::new(Some(permit)))
     }
 
     /// Room for one more spare instance, if the runtime allows more
@@ -231,7 +228,10 @@ impl Runtime {
             .clone()
             .try_acquire_owned()
             .ok()
-            .map(|permit| SpareSlot { _permit: permit })
+            .map(|permit| SpareSlot {
+                _permit: permit,
+                _counted: Held::new(&metrics().instances_spare),
+            })
     }
 
     /// Room to drop a call's store after its answer, if fewer than [`RETIRING_AT_ONCE`]
@@ -264,11 +264,22 @@ const RETIRING_AT_ONCE: usize = 2;
 /// An instance slot of the pool, held for the length of one call.
 pub(crate) struct CallSlot {
     _permit: Option<OwnedSemaphorePermit>,
+    _counted: Held,
+}
+
+impl CallSlot {
+    fn new(permit: Option<OwnedSemaphorePermit>) -> Self {
+        Self {
+            _permit: permit,
+            _counted: Held::new(&metrics().instances_in_use),
+        }
+    }
 }
 
 /// The room of one spare instance, held as long as the spare waits for its call.
 pub(crate) struct SpareSlot {
     _permit: OwnedSemaphorePermit,
+    _counted: Held,
 }
 
 /// Slots for `instances` component instances (calls and spares). Components from language

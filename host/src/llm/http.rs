@@ -11,6 +11,7 @@ use super::error::KeyOrigin;
 use super::error::{WireError, excerpt};
 use super::retry::{backoff, retry_after};
 use super::{ProviderError, sse};
+use crate::telemetry::context;
 use crate::tls;
 
 /// How requests to a model server are made. Every wait on the server is bounded: the time to
@@ -135,6 +136,10 @@ impl HttpClient {
             for (name, value) in headers {
                 request = request.header(*name, value);
             }
+            // The trace this request is part of, for a server that traces its own.
+            let mut traced = http::HeaderMap::new();
+            context::inject_headers(&mut traced);
+            request = request.headers(traced);
             let deadline = after(self.options.timeout);
             let sent = tokio::time::timeout_at(deadline, request.send()).await;
             let (retryable, error, asked) = match sent {

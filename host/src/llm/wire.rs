@@ -4,21 +4,28 @@
 //! [`WireProvider`] speaks OpenAI's format or Anthropic's and nothing else.
 
 use std::marker::PhantomData;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use opentelemetry::KeyValue;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tracing::Instrument as _;
 
 use super::error::{WireError, excerpt};
 use super::http::{Flow, HttpClient, HttpOptions};
 use super::sse::Event;
-use super::{ApiKey, ChatRequest, ChatResponse, Provider, ProviderError};
+use super::{ApiKey, ChatRequest, ChatResponse, FinishReason, Provider, ProviderError};
+use crate::telemetry::metrics::{key, metrics};
 
 /// What a wire format decides.
 pub(crate) trait WireFormat: Send + Sync + 'static {
     /// The format's name, for messages.
     const NAME: &'static str;
+
+    /// The provider, as the GenAI conventions' `gen_ai.provider.name` names it.
+    const PROVIDER: &'static str;
 
     /// The state of a streamed answer being assembled.
     type Stream: Default + Send;
@@ -129,7 +136,32 @@ impl<F: WireFormat> Provider for WireProvider<F> {
         request: &'a ChatRequest,
         on_text: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
-        Box::pin(send(self, request, on_text))
+        // The GenAI conventions' client span; the server gets its trace context in the
+        // request's headers.
+        let span = tracing::info_span!(
+            "model_chat",
+            otel.name = %format_args!("chat {}", self.model),
+            otel.kind = "client",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = F::PROVIDER,
+            gen_ai.request.model = %self.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let recorded = span.clone();
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let result = send(self, request, on_text).await;
+                record(F::PROVIDER, &self.model, &result, started.elapsed());
+                traced(&recorded, &result);
+                result
+            }
+            .instrument(span),
+        )
     }
 }
 
@@ -184,6 +216,65 @@ pub(crate) fn event_json(event: &Event) -> Result<Value, WireError> {
             source,
         )
     })
+}
+
+/// Records on a model request's span what it ended with: its tokens and why it stopped, or
+/// the kind of its error.
+fn traced(span: &tracing::Span, result: &Result<ChatResponse, ProviderError>) {
+    match result {
+        Ok(response) => {
+            if let Some(usage) = response.usage {
+                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+            }
+            let finish = match &response.finish {
+                FinishReason::Stop => "stop",
+                FinishReason::ToolCalls => "tool_calls",
+                FinishReason::Length => "length",
+                FinishReason::Other(other) => other.as_str(),
+            };
+            span.record("gen_ai.response.finish_reasons", finish);
+        }
+        Err(error) => {
+            span.record("error.type", error.kind().as_str());
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+}
+
+/// Records a model request that ended with `result` after `took`: its duration and, when the
+/// server reported them, its tokens (the GenAI conventions' metrics).
+fn record(
+    provider: &'static str,
+    model: &str,
+    result: &Result<ChatResponse, ProviderError>,
+    took: Duration,
+) {
+    let mut attributes = vec![
+        KeyValue::new(key::GEN_AI_OPERATION, "chat"),
+        KeyValue::new(key::GEN_AI_PROVIDER, provider),
+        KeyValue::new(key::GEN_AI_MODEL, model.to_owned()),
+    ];
+    let metrics = metrics();
+    if let Ok(ChatResponse {
+        usage: Some(usage), ..
+    }) = result
+    {
+        for (kind, tokens) in [
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+        ] {
+            attributes.push(KeyValue::new(key::TOKEN_TYPE, kind));
+            metrics.gen_ai_tokens.record(tokens, &attributes);
+            attributes.pop();
+        }
+    }
+    if let Err(error) = result {
+        attributes.push(KeyValue::new(key::ERROR_TYPE, error.kind().as_str()));
+    }
+    metrics
+        .gen_ai_operation
+        .record(took.as_secs_f64(), &attributes);
 }
 
 #[cfg(test)]

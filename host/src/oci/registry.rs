@@ -103,6 +103,11 @@ impl Registry {
     }
 
     /// The manifest `reference` names, or `None` when the registry has none (404).
+    #[tracing::instrument(
+        name = "oci_request",
+        skip_all,
+        fields(otel.name = "oci manifest", otel.kind = "client", oci.reference = %reference)
+    )]
     pub(crate) async fn find_manifest(
         &self,
         reference: &ComponentRef,
@@ -161,6 +166,11 @@ impl Registry {
 
     /// The blob `descriptor` names, refused past its declared size and checked against its
     /// digest.
+    #[tracing::instrument(
+        name = "oci_request",
+        skip_all,
+        fields(otel.name = "oci blob", otel.kind = "client", oci.reference = %reference)
+    )]
     pub(crate) async fn blob(
         &self,
         reference: &ComponentRef,
@@ -209,6 +219,11 @@ impl Registry {
 
     /// Uploads `bytes` as a blob of `reference`'s repository (unless it is there), and returns
     /// its digest.
+    #[tracing::instrument(
+        name = "oci_request",
+        skip_all,
+        fields(otel.name = "oci push blob", otel.kind = "client", oci.reference = %reference)
+    )]
     pub(crate) async fn push_blob(
         &self,
         reference: &ComponentRef,
@@ -235,6 +250,11 @@ impl Registry {
     }
 
     /// Uploads a manifest under `reference`'s tag (or digest).
+    #[tracing::instrument(
+        name = "oci_request",
+        skip_all,
+        fields(otel.name = "oci push manifest", otel.kind = "client", oci.reference = %reference)
+    )]
     pub(crate) async fn push_manifest(
         &self,
         reference: &ComponentRef,

@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::grants::HostPattern;
 use super::resolve::{self, Refusal};
+use crate::telemetry::context;
 
 /// A capability a call tried to use and was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +96,7 @@ type ResponseFuture = Box<
 impl WasiHttpHooks for HttpEgress {
     fn send_request(
         &mut self,
-        request: http::Request<WasiBody>,
+        mut request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
         _response_errors: Box<dyn Future<Output = wasmtime_wasi_http::Result<()>> + Send>,
     ) -> ResponseFuture {
@@ -115,6 +116,18 @@ impl WasiHttpHooks for HttpEgress {
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let host = host.to_owned();
+        // The call's trace context, for a server that traces its own (a tool that sends its
+        // own keeps it).
+        let headers = request.headers_mut();
+        for (key, value) in context::current() {
+            if let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(key.as_bytes()),
+                http::HeaderValue::from_str(&value),
+            ) && !headers.contains_key(&name)
+            {
+                headers.insert(name, value);
+            }
+        }
         let allowed = self.allowed.clone();
         let denials = self.denials.clone();
         Box::new(async move {

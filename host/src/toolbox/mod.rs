@@ -2,6 +2,7 @@
 //! against its schema, route the call to its source.
 
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
@@ -14,6 +15,7 @@ use crate::mcp::client::McpServerConfig;
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
+use crate::telemetry::metrics::{UNKNOWN, metrics, outcome};
 
 pub mod access;
 mod catalog;
@@ -317,13 +319,15 @@ impl Toolbox {
                     }
                     other => other.to_string(),
                 };
-                return Err(match catalog.index.get(name) {
+                let refused = Err(match catalog.index.get(name) {
                     Some(_) => invalid_arguments(&catalog, name, message),
                     None => CallError::UnknownTool {
                         name: name.to_owned(),
                         available: catalog.names(),
                     },
                 });
+                record_call(&catalog, name, &refused, Duration::ZERO);
+                return refused;
             }
         };
         self.call_parsed(name, &arguments, context).await
@@ -338,11 +342,15 @@ impl Toolbox {
         arguments: &Arguments,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
+        let started = Instant::now();
         let catalog = self.catalog();
-        match check(&catalog, name, arguments)? {
-            None => self.route(&catalog, name, arguments, context).await,
-            Some(given) => self.route(&catalog, name, &given, context).await,
-        }
+        let result = match check(&catalog, name, arguments) {
+            Err(refused) => Err(refused),
+            Ok(None) => self.route(&catalog, name, arguments, context).await,
+            Ok(Some(given)) => self.route(&catalog, name, &given, context).await,
+        };
+        record_call(&catalog, name, &result, started.elapsed());
+        result
     }
 
     /// Calls tool `name` with `arguments` passed to its source as they are, without checking
@@ -354,8 +362,12 @@ impl Toolbox {
         arguments: &str,
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
+        let started = Instant::now();
         let arguments = Arguments::unchecked(arguments);
-        self.route(&self.catalog(), name, &arguments, context).await
+        let catalog = self.catalog();
+        let result = self.route(&catalog, name, &arguments, context).await;
+        record_call(&catalog, name, &result, started.elapsed());
+        result
     }
 
     async fn route(
@@ -373,8 +385,15 @@ impl Toolbox {
         };
         let entry = &catalog.entries[at];
         let source = &self.slots[entry.slot].source;
+        // The GenAI conventions' `execute_tool` span, with toolhost's own fields.
         let span = tracing::info_span!(
             "tool_call",
+            otel.name = %format_args!("execute_tool {name}"),
+            otel.status_code = tracing::field::Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = name,
+            gen_ai.tool.call.id = %context.call_id,
+            error.type = tracing::field::Empty,
             tool = name,
             source = entry.origin.name(),
             call_id = %context.call_id,
@@ -394,6 +413,8 @@ impl Toolbox {
                 }
                 Err(error) => {
                     span.record("outcome", error.kind().as_str());
+                    span.record("error.type", outcome(&result));
+                    span.record("otel.status_code", "ERROR");
                     tracing::debug!("tool call failed: {error}");
                 }
             }
@@ -402,4 +423,15 @@ impl Toolbox {
         .instrument(span)
         .await
     }
+}
+
+/// Counts a call of `name` that ended with `result` after `took`: under its name when the
+/// catalog has it, else under [`UNKNOWN`] (a caller's made-up names make no new series).
+fn record_call<T>(catalog: &Catalog, name: &str, result: &Result<T, CallError>, took: Duration) {
+    let tool = if catalog.index.contains_key(name) {
+        name
+    } else {
+        UNKNOWN
+    };
+    metrics().tool_call(tool, result, took);
 }

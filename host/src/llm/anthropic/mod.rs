@@ -95,6 +95,7 @@ const FIELDS: &[&str] = &[
 
 impl WireFormat for Anthropic {
     const NAME: &'static str = "Anthropic format";
+    const PROVIDER: &'static str = "anthropic";
     type Stream = StreamState;
 
     fn url(base: &str) -> String {

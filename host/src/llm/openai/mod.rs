@@ -56,6 +56,7 @@ const FIELDS: &[&str] = &[
 
 impl WireFormat for OpenAi {
     const NAME: &'static str = "OpenAI format";
+    const PROVIDER: &'static str = "openai";
     type Stream = StreamState;
 
     fn url(base: &str) -> String {

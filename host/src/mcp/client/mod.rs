@@ -76,8 +76,10 @@ use crate::error::{CallError, LoadError};
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, ToolSource};
 use crate::spec::ToolSpec;
+use crate::telemetry::context;
 use connection::{Connection, max_answer};
 use handler::ToolsWatcher;
+use tracing::Instrument as _;
 
 /// The tools of one MCP server. See the [module documentation](self).
 pub struct McpClient {
@@ -396,7 +398,20 @@ impl Shared {
         // `notifications/cancelled`.
         let peer = connection.service.peer();
         let relay: (_, &dyn relay::AnswersInput) = (&self.calls, connection.service.service());
-        let call = relay::call_tool(peer, relay, tool, params, context);
+        // The MCP conventions' client span; the server gets its trace context in `_meta`.
+        let span = tracing::info_span!(
+            "mcp_client_call",
+            otel.name = %format_args!("tools/call {}", params.name),
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = %params.name,
+            server = self.name(),
+        );
+        span.in_scope(|| {
+            let meta = params.meta.get_or_insert_with(Default::default);
+            context::inject_meta(meta);
+        });
+        let call = relay::call_tool(peer, relay, tool, params, context).instrument(span);
         let Ok((answer, reports)) = tokio::time::timeout(self.config.timeout, call).await else {
             if let Some(protocol) = connection
                 .process

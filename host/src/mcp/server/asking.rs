@@ -37,6 +37,7 @@ use sha2::{Digest, Sha256};
 use super::McpServer;
 use crate::asking::{Ask, AskError};
 use crate::content::{InputRequest, InputRequired};
+use crate::telemetry::metrics::{Held, metrics};
 
 /// How many times a request may ask for input before it is given up on.
 pub(super) const MAX_ROUNDS: usize = 8;
@@ -256,6 +257,7 @@ async fn send(peer: &Peer<RoleServer>, request: McpRequest) -> Result<Value, Str
         McpRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
         _ => return Err("it is not a request this server can send a client".to_owned()),
     };
+    let _pending = Held::new(&metrics().asks_pending);
     let answer = peer
         .send_request(request)
         .await

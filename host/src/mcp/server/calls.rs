@@ -31,6 +31,7 @@ use crate::error::{CallError, ErrorKind};
 use crate::host::Host;
 use crate::sandbox::{CapturedLog, Observer};
 use crate::source::{CallContext, ToolOutput};
+use crate::telemetry::context;
 
 impl McpServer {
     /// The call's context: the request id, the `_meta` values `host`'s manifest lets through
@@ -74,14 +75,31 @@ impl McpServer {
             );
             return Answer::error(error);
         }
-        // Each call is a span: the tool, the request, how it ended and how long it took.
-        let span = tracing::info_span!(
-            "mcp_call",
-            tool = shortened(call.name).as_ref(),
-            id = %call.id,
-            outcome = tracing::field::Empty,
-            duration_ms = tracing::field::Empty,
-        );
+        // Each call is a span: the tool, the request, how it ended and how long it took. Its
+        // parent is the trace context the client sent, if any (`_meta`, else the headers).
+        let parent = context::extract(Some(call.meta), call.headers);
+        let tool = shortened(call.name);
+        let session = (call.headers)
+            .and_then(|headers| headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok());
+        let span = {
+            let _parent = parent.attach();
+            tracing::info_span!(
+                "mcp_call",
+                otel.name = %format_args!("tools/call {tool}"),
+                otel.kind = "server",
+                otel.status_code = tracing::field::Empty,
+                mcp.method.name = "tools/call",
+                gen_ai.tool.name = tool.as_ref(),
+                jsonrpc.request.id = %call.id,
+                mcp.session.id = session,
+                error.type = tracing::field::Empty,
+                tool = tool.as_ref(),
+                id = %call.id,
+                outcome = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+            )
+        };
         let call = self.call(call, span.clone()).instrument(span);
         self.shared.calls.track_future(call).await
     }
@@ -151,6 +169,10 @@ impl McpServer {
         }
         let outcome = ended.outcome;
         span.record("outcome", outcome);
+        if outcome != "ok" {
+            span.record("error.type", outcome);
+            span.record("otel.status_code", "ERROR");
+        }
         if outcome == "input_required" {
             return audited(&host, &call, ended, duration);
         }
@@ -287,6 +309,8 @@ pub(super) struct ToolCall<'a> {
     pub(super) input: Input,
     /// Who made the request, when the HTTP front verified an access token for it.
     pub(super) caller: Option<Arc<Caller>>,
+    /// The HTTP request's headers (over HTTP): its trace context, its session.
+    pub(super) headers: Option<&'a http::HeaderMap>,
 }
 
 /// What a call answers: what the tool wrote to stdout and stderr as logging notifications
@@ -587,6 +611,7 @@ impl McpServer {
             asker: Some(asker),
             input,
             caller: identity::caller_of(cx),
+            headers: (cx.extensions.get::<http::request::Parts>()).map(|parts| &parts.headers),
         };
         let token = cx.meta.get_progress_token();
         let answer = self.answer(call);

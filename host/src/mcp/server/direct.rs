@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 
 use super::calls::{Answer, ToolCall, error_result};
 use super::jsonrpc::Refused;
+use super::metered;
 use super::output::{Output, encode_line};
 use super::reports::Notification;
 use super::{McpServer, lock};
@@ -224,8 +225,11 @@ where
             input: Default::default(),
             // stdio: the operator, who runs the host.
             caller: None,
+            headers: None,
         };
+        let started = std::time::Instant::now();
         let mut answer = self.server.answer(call).await;
+        metered::stdio_call(&self.server, &name, answer.result.is_err(), started);
         cannot_ask(&name, &mut answer);
         {
             let mut running = lock(&self.running);

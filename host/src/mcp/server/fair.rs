@@ -33,6 +33,7 @@ use tokio::time::Instant;
 use super::lock;
 use super::service::ResponseBody;
 use crate::manifest::PerCallerLimits;
+use crate::telemetry::metrics::metrics;
 
 /// The most callers whose allowance is kept apart at once.
 pub(super) const MAX_CALLERS: usize = 10_000;
@@ -95,6 +96,7 @@ impl FairShare {
                 if Instant::now() + wait > deadline {
                     let message = "too many requests from this caller ([mcp.per_caller] rate); \
                                    try again after the time Retry-After says";
+                    metrics().refused("rate_limit");
                     return Err(Box::new(too_many(wait, message, id)));
                 }
                 tokio::time::sleep(wait).await;
@@ -102,6 +104,7 @@ impl FairShare {
         }
         let permit = match (&self.calls, is_call) {
             (Some(calls), true) => Some(calls.enter(key, deadline).await.ok_or_else(|| {
+                metrics().refused("calls_per_caller");
                 let message = format!(
                     "this caller has {} tool calls running, the most it may ([mcp.per_caller] \
                      calls); try again when one has finished",

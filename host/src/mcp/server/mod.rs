@@ -55,6 +55,7 @@ mod fair;
 mod http;
 mod identity;
 mod jsonrpc;
+mod metered;
 mod offers;
 mod options;
 mod output;

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::auth::ResourceServerConfig;
+use crate::telemetry::MetricsPage;
 
 /// How the HTTP server runs.
 #[derive(Debug, Clone)]
@@ -42,11 +43,13 @@ pub struct HttpServerOptions {
     pub session_idle_timeout: Duration,
     /// How long a shutdown waits for calls in flight before cancelling them.
     pub shutdown_grace: Duration,
+    /// What `GET /metrics` answers (behind the same checks as `/mcp`); without it, 404.
+    pub metrics: Option<MetricsPage>,
 }
 
 impl Default for HttpServerOptions {
     /// Loopback hosts and origins only, no token nor resource server, sessions, 4 MiB bodies read within 30 s,
-    /// 512 connections, 1,000 sessions ending after 2 minutes idle, 10 s of grace.
+    /// 512 connections, 1,000 sessions ending after 2 minutes idle, 10 s of grace, no `/metrics`.
     fn default() -> Self {
         Self {
             allowed_hosts: Vec::new(),
@@ -60,6 +63,7 @@ impl Default for HttpServerOptions {
             max_sessions: 1000,
             session_idle_timeout: Duration::from_secs(120),
             shutdown_grace: Duration::from_secs(10),
+            metrics: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! time) and sessions (how many), JSON-RPC errors for bodies that are not JSON-RPC, and the
 //! answers watched on their way out.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
@@ -10,6 +10,7 @@ use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio_util::task::TaskTracker;
+use tracing::Instrument as _;
 
 use super::McpServer;
 use super::auth::{Challenge, ResourceServer};
@@ -17,10 +18,13 @@ use super::disconnect::WatchedBody;
 use super::fair::{Admitted, FairShare};
 use super::identity;
 use super::jsonrpc::{self, Refused};
+use super::metered;
 use super::options::HttpServerOptions;
 use super::owners::SessionOwners;
 use super::service::{Mcp, ResponseBody};
 use crate::caller::Caller;
+use crate::telemetry::MetricsPage;
+use crate::telemetry::metrics::metrics;
 
 pub(super) struct Router {
     mcp: Mcp,
@@ -41,6 +45,8 @@ pub(super) struct Router {
     owners: SessionOwners,
     /// Each caller's fair share, once the host (whose manifest sets it) is loaded.
     fair: std::sync::OnceLock<FairShare>,
+    /// What `/metrics` answers, if the application installed an exporter.
+    metrics: Option<MetricsPage>,
 }
 
 impl Router {
@@ -59,6 +65,7 @@ impl Router {
             answers: TaskTracker::new(),
             owners: SessionOwners::default(),
             fair: std::sync::OnceLock::new(),
+            metrics: options.metrics.clone(),
         }
     }
 
@@ -72,13 +79,15 @@ impl Router {
         match request.uri().path() {
             "/mcp" => {}
             "/health" => return self.health(&request).await,
+            "/metrics" => return self.metrics(request).await,
+            "/status" => return self.status(request).await,
             path if (self.resource_server.as_ref()).is_some_and(|rs| rs.is_metadata_path(path)) => {
                 return self.resource_metadata(&request).await;
             }
             _ => {
                 return text(
                     StatusCode::NOT_FOUND,
-                    "not found: the MCP endpoint is /mcp (and GET /health)",
+                    "not found: the MCP endpoint is /mcp (and GET /health, GET /metrics, GET /status)",
                 );
             }
         }
@@ -166,6 +175,7 @@ impl Router {
             "refused a request: {} connections are open, the most served (--max-connections)",
             self.max_connections
         );
+        metrics().refused("connections");
         let mut response = jsonrpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             &Refused::internal(format!(
@@ -228,14 +238,29 @@ impl Router {
             );
             return jsonrpc_error(StatusCode::SERVICE_UNAVAILABLE, &refused);
         }
+        let started = Instant::now();
+        let timed = request_id.is_some();
+        let span = timed
+            .then(|| metered::span(&message, &parts.headers))
+            .flatten();
         let request = Request::from_parts(parts, Full::new(bytes));
-        let response =
+        let handled = async {
             if method == Some("initialize") && !request.headers().contains_key("mcp-session-id") {
                 self.initialize(request, request_id).await
             } else {
                 self.forward(request, method, request_id).await
-            };
-        admitted.hold(response)
+            }
+        };
+        let response = match &span {
+            Some(span) => handled.instrument(span.clone()).await,
+            None => handled.await,
+        };
+        let response = admitted.hold(response);
+        if !timed {
+            return response;
+        }
+        let attributes = metered::attributes(&self.server, &message);
+        metered::timed(response, started, attributes, span)
     }
 
     /// `message` (whose bytes are `bytes`) as its caller may send it: a
@@ -298,6 +323,7 @@ impl Router {
         let sessions = self.mcp.sessions().await;
         if sessions >= self.max_sessions && self.mcp.refuses(request.headers()).await.is_none() {
             tracing::warn!("refused a session: {sessions} open, the most kept (--max-sessions)");
+            metrics().refused("sessions");
             let mut refused = Refused::internal(format!(
                 "the server holds {sessions} sessions, the most it keeps (--max-sessions): end \
                  one (DELETE /mcp) or wait until an idle one ends (--session-idle-timeout)"
@@ -310,6 +336,8 @@ impl Router {
         let caller = caller_key(&request);
         let answer = self.forward(request, Some("initialize"), id).await;
         self.owners.bind(answer.headers(), caller);
+        let sessions = self.mcp.sessions().await;
+        metrics().sessions.record(sessions as u64, &[]);
         answer
     }
 
@@ -348,6 +376,7 @@ impl Router {
     async fn read_body(&self, body: Incoming) -> Result<Bytes, Response<ResponseBody>> {
         let read = Limited::new(body, self.max_body).collect();
         let Ok(read) = tokio::time::timeout(self.read_timeout, read).await else {
+            metrics().refused("read_timeout");
             let mut response = jsonrpc_error(
                 StatusCode::REQUEST_TIMEOUT,
                 &Refused::invalid_request_text(format!(
@@ -370,6 +399,7 @@ impl Router {
 
     /// 413, for a body larger than the limit (declared or read).
     fn too_large(&self) -> Response<ResponseBody> {
+        metrics().refused("too_large");
         let mut response = jsonrpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &Refused::invalid_request_text(format!(
@@ -410,6 +440,85 @@ impl Router {
         json_response(status, &body)
     }
 }
+
+impl Router {
+    /// `GET /metrics`: the metrics in Prometheus's text format, behind the same checks as
+    /// `/mcp` (`Host`, `Origin`, and the token or access token when one is required).
+    async fn metrics(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        let page = match self.observed(request, "/metrics").await {
+            Ok(page) => page,
+            Err(refused) => return refused,
+        };
+        let sessions = self.mcp.sessions().await;
+        metrics().sessions.record(sessions as u64, &[]);
+        match page.render() {
+            Ok(body) => {
+                let mut response = text(StatusCode::OK, &body);
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+                );
+                response
+            }
+            Err(error) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("cannot render the metrics: {error}"),
+            ),
+        }
+    }
+
+    /// `GET /status`: a page that draws `/metrics` as charts, behind the same checks.
+    async fn status(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+        if let Err(refused) = self.observed(request, "/status").await {
+            return refused;
+        }
+        let mut response = text(StatusCode::OK, STATUS_PAGE);
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        // Its own script and styles, and requests to this server only.
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            http::HeaderValue::from_static(
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'",
+            ),
+        );
+        response
+    }
+
+    /// The metrics page of a `GET` or `HEAD` of `path` that passed the checks of `/mcp`
+    /// (`Host`, `Origin`, the token or access token), or the answer to give instead.
+    async fn observed(
+        &self,
+        request: Request<Incoming>,
+        path: &str,
+    ) -> Result<&MetricsPage, Response<ResponseBody>> {
+        let method = request.method();
+        if method != Method::GET && method != Method::HEAD {
+            return Err(text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("use GET {path}"),
+            ));
+        }
+        if let Some(refused) = self.mcp.refuses(request.headers()).await {
+            return Err(refused);
+        }
+        self.authenticate(request).await?;
+        self.metrics.as_ref().ok_or_else(|| {
+            text(
+                StatusCode::NOT_FOUND,
+                "not found: this server exports no metrics (the application installed no \
+                 Prometheus exporter)",
+            )
+        })
+    }
+}
+
+/// The status page: HTML with its script and styles, no external assets.
+const STATUS_PAGE: &str = include_str!("status.html");
 
 /// The key of the verified caller the request is from (see [`identity::caller_key`]).
 fn caller_key<B>(request: &Request<B>) -> String {

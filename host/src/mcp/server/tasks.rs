@@ -274,6 +274,9 @@ impl McpServer {
                 }))),
                 input,
                 caller: job.caller.clone(),
+                // A task outlives its request: its trace context comes from the `_meta`
+                // the call was made with.
+                headers: None,
             };
             let answer = self.answer(call);
             tokio::pin!(answer);

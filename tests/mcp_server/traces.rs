@@ -1,0 +1,320 @@
+//! Traces over OTLP/HTTP, received by a Python receiver that decodes them with the
+//! OpenTelemetry project's own protobuf definitions (`tests/mcp-peers/otlp_receiver.py`, on
+//! `opentelemetry-proto` from PyPI): one trace from an MCP client's `traceparent` through
+//! `host mcp`'s `tools/call`, its tool call, and the upstream MCP server it reached (another
+//! `host mcp`, exporting to the same receiver), each span's parent the one before; and the
+//! trace context a tool granted HTTP and a model request send.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::process::{Child, Command};
+use toolhost_tests::cli::{HostCommand, ManifestFile};
+use toolhost_tests::components::MISBEHAVE;
+use toolhost_tests::mcp::{HANG, HttpServer, StdioServer, peers};
+use toolhost_tests::model::{Format, ScriptedModel, text};
+use toolhost_tests::server::{Reply, TestServer};
+
+/// The client's trace and its span, as a client that traces its own requests sends them.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CLIENT_SPAN: &str = "00f067aa0ba902b7";
+
+#[tokio::test]
+async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server() {
+    let receiver = Receiver::start().await;
+    let otlp = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+        // Sent within a fifth of a second, not the default five.
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        // Metrics every half second, not every minute.
+        ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
+    ];
+    let inner = ManifestFile::calculator("");
+    let upstream = HttpServer::start(
+        &[inner.arg()],
+        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "upstream")],
+    )
+    .await;
+    upstream.loaded().await;
+    let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
+    let front = HttpServer::start(
+        &[outer.arg()],
+        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "front")],
+    )
+    .await;
+    front.loaded().await;
+    let mut client = front.client().await;
+    client.headers.push((
+        "traceparent".to_owned(),
+        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+    ));
+    let answer = client.call("square_root", json!({ "x": 9 })).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], 3.0,
+        "{answer}"
+    );
+
+    // front: tools/call (server) <- execute_tool <- tools/call (client);
+    // upstream: tools/call (server) <- execute_tool.
+    let front_server = receiver
+        .span(|s| {
+            s["service"] == "front" && s["name"] == "tools/call square_root" && s["kind"] == 2
+        })
+        .await;
+    assert_eq!(front_server["trace_id"], TRACE, "{front_server}");
+    assert_eq!(
+        front_server["parent_span_id"], CLIENT_SPAN,
+        "{front_server}"
+    );
+    assert_eq!(front_server["attributes"]["mcp.method.name"], "tools/call");
+    assert_eq!(
+        front_server["attributes"]["gen_ai.tool.name"],
+        "square_root"
+    );
+    let front_tool = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "execute_tool square_root")
+        .await;
+    assert_eq!(front_tool["parent_span_id"], front_server["span_id"]);
+    let front_client = receiver
+        .span(|s| {
+            s["service"] == "front" && s["name"] == "tools/call square_root" && s["kind"] == 3
+        })
+        .await;
+    assert_eq!(front_client["parent_span_id"], front_tool["span_id"]);
+    let upstream_server = receiver
+        .span(|s| {
+            s["service"] == "upstream" && s["name"] == "tools/call square_root" && s["kind"] == 2
+        })
+        .await;
+    assert_eq!(upstream_server["trace_id"], TRACE, "{upstream_server}");
+    assert_eq!(upstream_server["parent_span_id"], front_client["span_id"]);
+    let upstream_tool = receiver
+        .span(|s| s["service"] == "upstream" && s["name"] == "execute_tool square_root")
+        .await;
+    assert_eq!(upstream_tool["parent_span_id"], upstream_server["span_id"]);
+    // Every other request served is a span too.
+    let initialize = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "initialize" && s["kind"] == 2)
+        .await;
+    assert_eq!(initialize["attributes"]["mcp.method.name"], "initialize");
+    // The metrics go out over OTLP too.
+    let pushed = receiver
+        .span(|s| s["service"] == "upstream" && s["metric"] == "toolhost.tool.calls")
+        .await;
+    assert_eq!(pushed["metric"], "toolhost.tool.calls");
+    // The sandbox's phases are the component call's events; its arguments are nowhere.
+    let events = upstream_tool["events"].to_string();
+    assert!(events.contains("calling the tool"), "{upstream_tool}");
+    assert!(events.contains("the result checked"), "{upstream_tool}");
+    assert!(
+        !receiver.text().contains("\"x\": 9"),
+        "no arguments in spans"
+    );
+}
+
+#[tokio::test]
+async fn a_malformed_or_oversized_traceparent_is_ignored() {
+    let receiver = Receiver::start().await;
+    let manifest = ManifestFile::calculator("");
+    let server = HttpServer::start(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        ],
+    )
+    .await;
+    server.loaded().await;
+    let mut client = server.client().await;
+    let oversized = format!("00-{TRACE}-{CLIENT_SPAN}-01{}", "0".repeat(4096));
+    for (n, bad) in ["00-not-a-trace", "garbage", &oversized]
+        .into_iter()
+        .enumerate()
+    {
+        client.headers = vec![("traceparent".to_owned(), bad.to_owned())];
+        let meta = json!({ "traceparent": bad });
+        let answer = client
+            .request(
+                "tools/call",
+                json!({ "name": "add", "arguments": { "a": n, "b": 1 }, "_meta": meta }),
+            )
+            .await;
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    let calls = receiver
+        .spans_until(3, |s| s["name"] == "tools/call add")
+        .await;
+    for call in calls {
+        assert_ne!(call["trace_id"], TRACE, "a new trace: {call}");
+        assert_eq!(call["parent_span_id"], "", "a root: {call}");
+    }
+}
+
+#[tokio::test]
+async fn a_tool_granted_http_sends_the_calls_trace_context() {
+    let receiver = Receiver::start().await;
+    let site = TestServer::start(|_| Reply::text(200, "hello")).await;
+    let manifest = ManifestFile::new(&format!(
+        "[components.misbehave]\npath = {MISBEHAVE:?}\ngrants.http = [{:?}]\n",
+        site.authority()
+    ));
+    let server = HttpServer::start(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        ],
+    )
+    .await;
+    server.loaded().await;
+    let mut client = server.client().await;
+    client.headers.push((
+        "traceparent".to_owned(),
+        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+    ));
+    let url = format!("{}/page", site.url());
+    let answer = client.call("fetch", json!({ "address": url })).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    let tool = receiver.span(|s| s["name"] == "execute_tool fetch").await;
+    let requests = site.requests();
+    let sent = requests[0]
+        .header("traceparent")
+        .expect("a traceparent header");
+    assert_eq!(
+        sent,
+        format!("00-{TRACE}-{}-01", tool["span_id"].as_str().unwrap()),
+        "the tool's request is a child of its call"
+    );
+}
+
+#[tokio::test]
+async fn a_model_request_carries_its_spans_trace_context() {
+    let receiver = Receiver::start().await;
+    let model = ScriptedModel::start(Format::OpenAi, vec![text("Hello.")]).await;
+    let manifest = ManifestFile::calculator("");
+    HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .env("OTEL_SERVICE_NAME", "runner")
+        .arg("Say hello.")
+        .run()
+        .await
+        .assert_success();
+    let chat = receiver.span(|s| s["name"] == "chat scripted").await;
+    assert_eq!(chat["service"], "runner");
+    assert_eq!(chat["kind"], 3, "a client span: {chat}");
+    assert_eq!(chat["attributes"]["gen_ai.provider.name"], "openai");
+    assert_eq!(chat["attributes"]["gen_ai.response.finish_reasons"], "stop");
+    let run = receiver.span(|s| s["name"] == "invoke_agent").await;
+    assert_eq!(run["trace_id"], chat["trace_id"]);
+    let requests = model.requests();
+    let sent = requests[0]
+        .header("traceparent")
+        .expect("a traceparent header");
+    let (trace, span) = (chat["trace_id"].as_str(), chat["span_id"].as_str());
+    assert_eq!(sent, format!("00-{}-{}-01", trace.unwrap(), span.unwrap()));
+}
+
+#[tokio::test]
+async fn a_stdio_server_pushes_its_metrics_and_spans() {
+    let receiver = Receiver::start().await;
+    let manifest = ManifestFile::calculator("");
+    let endpoint = receiver.endpoint.clone();
+    let mut server = StdioServer::start_with_env(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+            ("OTEL_METRIC_EXPORT_INTERVAL", Path::new("500")),
+            ("OTEL_SERVICE_NAME", Path::new("stdio")),
+        ],
+    )
+    .await;
+    let answer = server.call("add", json!({ "a": 1, "b": 2 })).await;
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    receiver
+        .span(|s| s["service"] == "stdio" && s["metric"] == "mcp.server.operation.duration")
+        .await;
+    server.close_stdin();
+    // Its spans go out when it exits, if not before.
+    let call = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "tools/call add")
+        .await;
+    assert_eq!(call["parent_span_id"], "", "a root: {call}");
+}
+
+/// `tests/mcp-peers/otlp_receiver.py`, with the spans it printed.
+struct Receiver {
+    _child: Child,
+    endpoint: String,
+    spans: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Receiver {
+    async fn start() -> Self {
+        let peers = peers();
+        let script = toolhost_tests::repo_root().join("tests/mcp-peers/otlp_receiver.py");
+        let mut child = Command::new(&peers.python)
+            .arg(script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the receiver starts");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = tokio::time::timeout(HANG, lines.next_line())
+            .await
+            .expect("the receiver says where it listens")
+            .unwrap()
+            .expect("a first line");
+        let port = first.strip_prefix("listening on ").expect("its port");
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let kept = spans.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let span: Value = serde_json::from_str(&line).expect("a span as JSON");
+                kept.lock().unwrap().push(span);
+            }
+        });
+        Self {
+            _child: child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            spans,
+        }
+    }
+
+    /// The first span `matches` accepts, once it has arrived.
+    async fn span(&self, matches: impl Fn(&Value) -> bool) -> Value {
+        self.spans_until(1, matches).await.remove(0)
+    }
+
+    /// The first `count` spans `matches` accepts, once they have arrived.
+    async fn spans_until(&self, count: usize, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let found = tokio::time::timeout(HANG, async {
+            loop {
+                let found: Vec<Value> = (self.spans.lock().unwrap().iter())
+                    .filter(|span| matches(span))
+                    .take(count)
+                    .cloned()
+                    .collect();
+                if found.len() == count {
+                    return found;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await;
+        found.unwrap_or_else(|_| panic!("not every span arrived; received:\n{}", self.text()))
+    }
+
+    /// Every span received, one JSON line each.
+    fn text(&self) -> String {
+        let spans = self.spans.lock().unwrap();
+        spans.iter().map(|span| format!("{span}\n")).collect()
+    }
+}
