@@ -337,7 +337,9 @@ async fn the_python_sdk_lists_the_example_tools_and_calls_square_root() {
                 "--args",
                 r#"{"x": 475695037565}"#,
             ],
-            &[&manifest],
+            // Serving once every tool is loaded: the client lists them once, and a server
+            // past its ready wait (a loaded machine) would list none yet.
+            &[&manifest, "--ready-wait", "600s"],
         )
         .await;
         let expected_version = if mode == "legacy" {

@@ -396,6 +396,6 @@ async fn the_readme_client_configuration_starts_a_working_server() {
     );
     let args: Vec<&str> = args[1..].iter().map(String::as_str).collect();
     let mut server = StdioServer::start(&args).await;
-    let listed = server.request("tools/list", json!({})).await;
+    let listed = server.list_tools_once_loaded().await;
     assert_eq!(tool_names(&listed).len(), 21, "{listed}");
 }

@@ -232,6 +232,33 @@ impl StdioServer {
         self.answer(&json!(id)).await
     }
 
+    /// `tools/list` once the tools are loaded: a server still loading them lists none and
+    /// announces them with `notifications/tools/list_changed` (past its `--ready-wait`, as on
+    /// a loaded machine), after which they are listed again, as a client does. The whole
+    /// answer.
+    pub async fn list_tools_once_loaded(&mut self) -> Value {
+        let listed = self.request("tools/list", json!({})).await;
+        let none = listed["result"]["tools"]
+            .as_array()
+            .is_some_and(Vec::is_empty);
+        if !none {
+            return listed;
+        }
+        let changed = |message: &Value| message["method"] == "notifications/tools/list_changed";
+        while !self.notifications.iter().any(changed) {
+            let Some(message) = self.next_message().await else {
+                panic!(
+                    "stdout ended before the tools were loaded; stderr:\n{}",
+                    self.stderr.text()
+                );
+            };
+            let is_notification = message.get("method").is_some() && message.get("id").is_none();
+            assert!(is_notification, "expected a notification, got {message}");
+            self.notifications.push(message);
+        }
+        self.request("tools/list", json!({})).await
+    }
+
     /// `tools/call` of `tool` with `arguments`; the whole answer.
     pub async fn call(&mut self, tool: &str, arguments: Value) -> Value {
         self.request(
