@@ -49,10 +49,7 @@ demo:
 test: build tools
     scripts/setup-local-llm.sh
     scripts/setup-mcp-peers.sh
-    scripts/setup-haproxy.sh
-    scripts/setup-redis.sh
-    scripts/setup-prometheus.sh
-    scripts/setup-chromium.sh
+    scripts/setup-services.sh
     scripts/setup-registry.sh
     scripts/test-guests.sh
     cargo test --locked --workspace

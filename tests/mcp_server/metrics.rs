@@ -1,5 +1,5 @@
 //! `/metrics` of `host mcp --http`, scraped by a real Prometheus (Debian's `prometheus`,
-//! installed by `scripts/setup-prometheus.sh`) that the test starts on 127.0.0.1: what
+//! installed by `scripts/setup-services.sh`) that the test starts on 127.0.0.1: what
 //! Prometheus's HTTP API answers to PromQL is checked against the calls the test made.
 
 use std::path::PathBuf;
@@ -268,7 +268,7 @@ fn prometheus_binary() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "this test needs Prometheus and `prometheus` is not on PATH: run \
-                 scripts/setup-prometheus.sh (just test does)"
+                 scripts/setup-services.sh (just test does)"
             )
         })
 }

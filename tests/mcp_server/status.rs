@@ -1,5 +1,5 @@
 //! `/status` of `host mcp --http`, loaded in headless Chromium (Debian's `chromium`, installed
-//! by `scripts/setup-chromium.sh`): the page renders, each chart has data, the console has no
+//! by `scripts/setup-services.sh`): the page renders, each chart has data, the console has no
 //! error; a screenshot is kept under the target directory
 //! (`$CARGO_TARGET_TMPDIR/status.png`).
 
@@ -118,7 +118,7 @@ fn chromium_binary() -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "this test needs Chromium and `chromium` is not on PATH: run \
-                 scripts/setup-chromium.sh (just test does)"
+                 scripts/setup-services.sh (just test does)"
             )
         })
 }

@@ -1,4 +1,4 @@
-//! A real Redis (Debian's `redis-server`, installed by scripts/setup-redis.sh) started by a
+//! A real Redis (Debian's `redis-server`, installed by scripts/setup-services.sh) started by a
 //! test on 127.0.0.1, on a free port, in a private directory, with no persistence; stopped
 //! with SIGTERM when dropped.
 
@@ -28,7 +28,7 @@ impl Redis {
             .spawn()
             .unwrap_or_else(|e| {
                 panic!(
-                    "cannot start redis-server ({e}): run scripts/setup-redis.sh (`just test` \
+                    "cannot start redis-server ({e}): run scripts/setup-services.sh (`just test` \
                      does)"
                 )
             });
