@@ -54,6 +54,7 @@ mod fairness;
 mod mcp;
 mod memory;
 mod oauth;
+mod over_http;
 mod parallel;
 mod profile;
 mod reports;

@@ -5,17 +5,15 @@
 //! local one (tests/support/issuer.rs).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use serde_json::{Value, json};
 use toolhost::mcp::server::auth::ResourceServerConfig;
 use toolhost::mcp::server::{HttpServerOptions, McpServer, serve_http};
 use toolhost::{ComponentConfig, Host, Runtime, RuntimeConfig};
 use toolhost_tests::components::CALCULATOR;
 use toolhost_tests::issuer::{RESOURCE, SigningKey, TestIssuer};
-use toolhost_tests::mcp::{HttpClient, messages};
+use toolhost_tests::mcp::HttpClient;
 
+use super::over_http::call_add;
 use super::{Bench, Stats, fmt, ratio};
 
 /// Prints the section, and adds `jwt_over_none` to the summary.
@@ -60,7 +58,7 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     let (mut with_none, mut with_jwt) = (Vec::new(), Vec::new());
     for round in 0..=rounds {
         for _ in 0..per_round {
-            let (a, b) = (call(&mut none).await?, call(&mut jwt).await?);
+            let (a, b) = (call_add(&mut none).await?, call_add(&mut jwt).await?);
             if round > 0 {
                 with_none.push(a);
                 with_jwt.push(b);
@@ -94,24 +92,4 @@ async fn serve(host: &Arc<Host>, options: HttpServerOptions) -> anyhow::Result<S
         std::future::pending(),
     ));
     Ok(url)
-}
-
-/// One `tools/call` of `add`, checked; how long it took.
-async fn call(client: &mut HttpClient) -> anyhow::Result<Duration> {
-    let (id, message) = client.message(
-        "tools/call",
-        json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
-    );
-    let began = Instant::now();
-    let response = client.post(&message).send().await?;
-    let status = response.status();
-    let body = response.text().await?;
-    let took = began.elapsed();
-    anyhow::ensure!(status.is_success(), "HTTP {status}: {body}");
-    let answer: Value = messages(&body)
-        .into_iter()
-        .find(|m| m["id"] == json!(id))
-        .context("no answer")?;
-    anyhow::ensure!(answer["result"]["isError"] != json!(true), "{answer}");
-    Ok(took)
 }

@@ -7,14 +7,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde_json::json;
 use toolhost::mcp::server::{HttpServerOptions, McpServer, serve_http};
 use toolhost::{Host, Runtime, RuntimeConfig};
 use toolhost_tests::components::CALCULATOR;
-use toolhost_tests::mcp::{HttpClient, messages};
+use toolhost_tests::mcp::HttpClient;
 use toolhost_tests::redis::Redis;
 
+use super::over_http::{call_add, send};
 use super::{Bench, Stats, fmt, ratio};
 
 /// Prints the section, and adds `task_over_plain` and `redis_task_over_plain` to the summary.
@@ -39,7 +39,7 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     let mut gets = [0usize; 2];
     for round in 0..=rounds {
         for _ in 0..per_round {
-            let a = call(&mut plain).await?;
+            let a = call_add(&mut plain).await?;
             let (b, memory_gets) = task(&mut in_memory).await?;
             let (c, redis_gets) = task(&mut in_redis).await?;
             if round > 0 {
@@ -126,35 +126,6 @@ async fn tasks_client(url: &str) -> anyhow::Result<HttpClient> {
     let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
     client.post(&initialized).send().await?;
     Ok(client)
-}
-
-/// Sends `method` with `params`; the answer's result, and how long it took.
-async fn send(
-    client: &mut HttpClient,
-    method: &str,
-    params: Value,
-) -> anyhow::Result<(Value, Duration)> {
-    let (id, message) = client.message(method, params);
-    let began = Instant::now();
-    let response = client.post(&message).send().await?;
-    let status = response.status();
-    let body = response.text().await?;
-    let took = began.elapsed();
-    anyhow::ensure!(status.is_success(), "HTTP {status}: {body}");
-    let answer: Value = messages(&body)
-        .into_iter()
-        .find(|m| m["id"] == json!(id))
-        .context("no answer")?;
-    let result = answer.get("result").cloned().context(format!("{answer}"))?;
-    Ok((result, took))
-}
-
-/// One plain `tools/call` of `add`, checked; how long it took.
-async fn call(client: &mut HttpClient) -> anyhow::Result<Duration> {
-    let params = json!({ "name": "add", "arguments": { "a": 1, "b": 2 } });
-    let (result, took) = send(client, "tools/call", params).await?;
-    anyhow::ensure!(result["structuredContent"]["result"] == 3.0, "{result}");
-    Ok(took)
 }
 
 /// `add` as a task: created, then `tasks/get` until it completed (at once, no wait between);

@@ -8,12 +8,11 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use serde_json::{Value, json};
 use toolhost_tests::cli::ManifestFile;
-use toolhost_tests::mcp::{HttpClient, HttpServer, messages};
+use toolhost_tests::mcp::HttpServer;
 use toolhost_tests::server::{Reply, TestServer};
 
+use super::over_http::call_add;
 use super::{Bench, Stats, fmt, ratio};
 
 /// Prints the section, and adds `telemetry_unsampled_over_off` and
@@ -52,7 +51,7 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     for round in 0..=rounds {
         for _ in 0..per_round {
             for (client, times) in clients.iter_mut().zip(&mut times) {
-                let took = call(client).await?;
+                let took = call_add(client).await?;
                 if round > 0 {
                     times.push(took);
                 }
@@ -100,24 +99,4 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     );
     summary.add("telemetry_sampled_over_off", format!("{sampled_over:.2}"));
     Ok(())
-}
-
-/// One `tools/call` of `add`, checked; how long it took.
-async fn call(client: &mut HttpClient) -> anyhow::Result<Duration> {
-    let (id, message) = client.message(
-        "tools/call",
-        json!({ "name": "add", "arguments": { "a": 1, "b": 2 } }),
-    );
-    let began = Instant::now();
-    let response = client.post(&message).send().await?;
-    let status = response.status();
-    let body = response.text().await?;
-    let took = began.elapsed();
-    anyhow::ensure!(status.is_success(), "HTTP {status}: {body}");
-    let answer: Value = messages(&body)
-        .into_iter()
-        .find(|m| m["id"] == json!(id))
-        .context("no answer")?;
-    anyhow::ensure!(answer["result"]["isError"] != json!(true), "{answer}");
-    Ok(took)
 }
