@@ -251,3 +251,38 @@ async fn host_run_names_the_missing_runner_and_the_fix() {
     assert!(stderr.contains("dist/runner-js.wasm"), "{stderr}");
     assert!(stderr.contains("just tools"), "{stderr}");
 }
+
+/// `host chat --code-mode` offers the model `run_code` alone, and runs its program.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_chat_offers_run_code_with_the_flag() {
+    let program = "return await tools.add({a: 2, b: 3});";
+    let model = ScriptedModel::start(
+        Format::OpenAi,
+        vec![
+            calls(vec![call(
+                "p1",
+                "run_code",
+                &json!({"code": program}).to_string(),
+            )]),
+            text("It is 5."),
+        ],
+    )
+    .await;
+    let manifest = ManifestFile::calculator(&format!(
+        "[code_mode]\nrunner = {:?}\n",
+        scripted(RUNNER_JS)
+    ));
+    let out = HostCommand::new("chat")
+        .manifest(&manifest)
+        .model(&model)
+        .arg("--code-mode")
+        .stdin("What is 2 + 3?\n/exit\n")
+        .run()
+        .await;
+    out.assert_success();
+    assert_eq!(out.stdout, "It is 5.\n");
+    let bodies = model.bodies();
+    assert_eq!(sent::tools(Format::OpenAi, &bodies[0]), ["run_code"]);
+    let answered = bodies[1].to_string();
+    assert!(answered.contains(r#"\"result\":5"#), "{answered}");
+}
