@@ -154,6 +154,46 @@ async fn a_malformed_or_oversized_traceparent_is_ignored() {
     }
 }
 
+/// A call's arguments and result go on its `execute_tool` span only when the operator sets
+/// the GenAI instrumentations' variable to `true`; by default the span has neither.
+#[tokio::test]
+async fn arguments_and_results_are_in_spans_only_when_the_operator_says() {
+    let manifest = ManifestFile::calculator("");
+    for capture in [false, true] {
+        let receiver = Receiver::start().await;
+        let mut env = vec![
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        ];
+        if capture {
+            env.push(("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"));
+        }
+        let server = HttpServer::start(&[manifest.arg()], &env).await;
+        server.loaded().await;
+        let mut client = server.client().await;
+        let answer = client
+            .request(
+                "tools/call",
+                json!({ "name": "add", "arguments": { "a": 20, "b": 22 } }),
+            )
+            .await;
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+        let span = receiver.span(|s| s["name"] == "execute_tool add").await;
+        let attributes = &span["attributes"];
+        let arguments = attributes.get("gen_ai.tool.call.arguments");
+        let result = attributes.get("gen_ai.tool.call.result");
+        if capture {
+            let arguments: Value =
+                serde_json::from_str(arguments.and_then(Value::as_str).unwrap()).unwrap();
+            assert_eq!(arguments, json!({ "a": 20, "b": 22 }), "{span}");
+            let result = result.and_then(Value::as_str).unwrap_or_default();
+            assert!(result.contains("42"), "{span}");
+        } else {
+            assert!(arguments.is_none() && result.is_none(), "{span}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_tool_granted_http_sends_the_calls_trace_context() {
     let receiver = Receiver::start().await;

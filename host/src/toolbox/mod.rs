@@ -15,6 +15,7 @@ use crate::mcp::client::McpServerConfig;
 use crate::source::{CallContext, ToolOutput};
 use crate::source::{Origin, SourceOptions, ToolSource};
 use crate::spec::ToolSpec;
+use crate::telemetry;
 use crate::telemetry::metrics::{UNKNOWN, metrics, outcome};
 
 pub mod access;
@@ -394,11 +395,20 @@ impl Toolbox {
             gen_ai.tool.name = name,
             gen_ai.tool.call.id = %context.call_id,
             error.type = tracing::field::Empty,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
             tool = name,
             source = entry.origin.name(),
             call_id = %context.call_id,
             outcome = tracing::field::Empty,
         );
+        let captures = telemetry::captures_content();
+        if captures {
+            span.record(
+                "gen_ai.tool.call.arguments",
+                telemetry::captured(arguments.text()),
+            );
+        }
         let recorded = span.clone();
         async move {
             let result = source
@@ -409,6 +419,9 @@ impl Toolbox {
             match &result {
                 Ok(output) => {
                     span.record("outcome", "ok");
+                    if captures {
+                        span.record("gen_ai.tool.call.result", telemetry::captured(&output.text));
+                    }
                     tracing::debug!(duration = ?output.duration, "tool call finished");
                 }
                 Err(error) => {
