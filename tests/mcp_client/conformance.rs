@@ -78,12 +78,34 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
             .await
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "the client leg for {revision} failed:\n{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let checks = checks(out.path());
+        let mut checks = checks(out.path());
+        if !output.status.success() && unexpected(&stdout) == ["sse-retry"] {
+            // The suite times the client's reconnection from when its own server saw the
+            // stream close, with a 50 ms margin: with the 25 scenarios running at once on a
+            // loaded machine that clock can be late and the client seem early. Run alone
+            // once more, the scenario must pass.
+            let again = tempfile::tempdir().unwrap();
+            let alone = tokio::process::Command::new(&peers.node24)
+                .arg(&peers.conformance_next)
+                .args(["client", "--command", &client, "--scenario", "sse-retry"])
+                .arg("-o")
+                .arg(again.path())
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                alone.status.success(),
+                "sse-retry failed for {revision}, and again alone:\n{stdout}\n{}",
+                String::from_utf8_lossy(&alone.stdout)
+            );
+            checks.extend(self::checks(again.path()));
+        } else {
+            assert!(
+                output.status.success(),
+                "the client leg for {revision} failed:\n{stdout}\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
         // What each revision's lifecycle is on the wire, beyond the suite's summary.
         assert!(passed(&checks, "tools_call"), "{revision}: {checks:?}");
         // Authorization, in full for both revisions: discovery, registration (dynamic,
@@ -133,4 +155,14 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
             }
         }
     }
+}
+
+/// The scenarios the suite's summary lists as failing outside the baseline.
+fn unexpected(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .skip_while(|line| !line.contains("Unexpected failures (not in baseline)"))
+        .skip(1)
+        .map_while(|line| line.trim().strip_prefix("✗ "))
+        .collect()
 }
