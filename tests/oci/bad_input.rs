@@ -129,6 +129,9 @@ fn misbehaving_registry(how: Misbehaviour) -> String {
     address
 }
 
+/// Answers one request on `stream`, as `how` says, then closes it: every answer says
+/// `Connection: close`, so that the client never sends its next request on a connection this
+/// server has already closed (it was reset, and the client saw that instead of the refusal).
 fn serve(mut stream: TcpStream, how: Misbehaviour) {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -153,13 +156,13 @@ fn serve(mut stream: TcpStream, how: Misbehaviour) {
         )
     };
     let _ = if path == "/v2/" {
-        stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
     } else if path.contains("/manifests/") {
         match how {
             Misbehaviour::ManifestOf10Gb => {
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {TEN_GB}\r\n\r\n"
+                    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {TEN_GB}\r\n\r\n"
                 );
                 loop {
                     if stream.write_all(&zeros).is_err() {
@@ -168,7 +171,7 @@ fn serve(mut stream: TcpStream, how: Misbehaviour) {
                 }
             }
             Misbehaviour::EndlessManifest => {
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nTransfer-Encoding: chunked\r\n\r\n");
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nTransfer-Encoding: chunked\r\n\r\n");
                 loop {
                     let chunk = format!("{:x}\r\n", zeros.len());
                     if stream.write_all(chunk.as_bytes()).is_err()
@@ -188,7 +191,7 @@ fn serve(mut stream: TcpStream, how: Misbehaviour) {
                 let body = manifest(size);
                 write!(
                     stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
                     body.len()
                 )
             }
@@ -197,7 +200,7 @@ fn serve(mut stream: TcpStream, how: Misbehaviour) {
     } else if path.contains("/blobs/") {
         let _ = write!(
             stream,
-            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {TEN_GB}\r\n\r\n"
+            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/octet-stream\r\nContent-Length: {TEN_GB}\r\n\r\n"
         );
         loop {
             if stream.write_all(&zeros).is_err() {
@@ -205,7 +208,8 @@ fn serve(mut stream: TcpStream, how: Misbehaviour) {
             }
         }
     } else {
-        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
     };
 }
 
