@@ -108,18 +108,7 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
                 return `${error.kind}: ${error.message}`;
             }
         "#;
-        let model = ScriptedModel::start(
-            format,
-            vec![
-                calls(vec![call(
-                    "p1",
-                    "run_code",
-                    &json!({"code": program}).to_string(),
-                )]),
-                text("It needs your approval."),
-            ],
-        )
-        .await;
+        let model = program_then(format, program, "It needs your approval.").await;
         let agent_options = AgentOptions {
             approval: ApprovalRules {
                 tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
@@ -179,18 +168,7 @@ async fn host_run_in_code_mode(format: Format, flag: bool) -> toolhost_tests::cl
     let program = "const roots = await Promise.all([16, 81].map((x) => tools.square_root({x})));\n\
                    console.log('roots', roots);\n\
                    return await tools.add({a: roots[0], b: roots[1]});";
-    let model = ScriptedModel::start(
-        format,
-        vec![
-            calls(vec![call(
-                "p1",
-                "run_code",
-                &json!({"code": program}).to_string(),
-            )]),
-            text("It is 13."),
-        ],
-    )
-    .await;
+    let model = program_then(format, program, "It is 13.").await;
     let enabled = if flag { "" } else { "enabled = true\n" };
     let manifest = ManifestFile::calculator(&format!(
         "[code_mode]\n{enabled}runner = {:?}\nmax_calls = 5\n",
@@ -256,18 +234,7 @@ async fn host_run_names_the_missing_runner_and_the_fix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_chat_offers_run_code_with_the_flag() {
     let program = "return await tools.add({a: 2, b: 3});";
-    let model = ScriptedModel::start(
-        Format::OpenAi,
-        vec![
-            calls(vec![call(
-                "p1",
-                "run_code",
-                &json!({"code": program}).to_string(),
-            )]),
-            text("It is 5."),
-        ],
-    )
-    .await;
+    let model = program_then(Format::OpenAi, program, "It is 5.").await;
     let manifest = ManifestFile::calculator(&format!(
         "[code_mode]\nrunner = {:?}\n",
         scripted(RUNNER_JS)
@@ -285,4 +252,21 @@ async fn host_chat_offers_run_code_with_the_flag() {
     assert_eq!(sent::tools(Format::OpenAi, &bodies[0]), ["run_code"]);
     let answered = bodies[1].to_string();
     assert!(answered.contains(r#"\"result\":5"#), "{answered}");
+}
+
+/// A scripted model (in `format`) that answers the first turn with one `run_code` call of
+/// `program`, and the next with `answer`.
+async fn program_then(format: Format, program: &str, answer: &str) -> ScriptedModel {
+    ScriptedModel::start(
+        format,
+        vec![
+            calls(vec![call(
+                "p1",
+                "run_code",
+                &json!({ "code": program }).to_string(),
+            )]),
+            text(answer),
+        ],
+    )
+    .await
 }
