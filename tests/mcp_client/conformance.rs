@@ -11,6 +11,12 @@ use serde_json::Value;
 use toolhost_tests::mcp::{baseline_entries, peers};
 use toolhost_tests::{host_binary, repo_root};
 
+/// How long the suite gives the client for one scenario. Its default, 30 s, is short for a
+/// debug build of `host` when the 25 scenarios run at once next to the other tests of this
+/// binary on two cores: a scenario once failed every check because the client had not yet
+/// called the tool when its time ran out.
+const CLIENT_TIMEOUT_MS: &str = "120000";
+
 /// The baseline of `revision`: its path, and each entry with its reason.
 fn baseline(revision: &str) -> (std::path::PathBuf, Vec<(String, String)>) {
     let path = repo_root()
@@ -70,6 +76,7 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
         let output = tokio::process::Command::new(&peers.node24)
             .arg(&peers.conformance_next)
             .args(["client", "--command", &client, "--requirements", revision])
+            .args(["--timeout", CLIENT_TIMEOUT_MS])
             .arg("--expected-failures")
             .arg(&file)
             .arg("-o")
@@ -88,6 +95,7 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
             let alone = tokio::process::Command::new(&peers.node24)
                 .arg(&peers.conformance_next)
                 .args(["client", "--command", &client, "--scenario", "sse-retry"])
+                .args(["--timeout", CLIENT_TIMEOUT_MS])
                 .arg("-o")
                 .arg(again.path())
                 .output()
@@ -103,7 +111,10 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
             assert!(
                 output.status.success(),
                 "the client leg for {revision} failed:\n{stdout}\n{}",
-                String::from_utf8_lossy(&output.stderr)
+                unexpected(&stdout)
+                    .iter()
+                    .map(|scenario| what_the_client_said(out.path(), scenario))
+                    .collect::<String>()
             );
         }
         // What each revision's lifecycle is on the wire, beyond the suite's summary.
@@ -155,6 +166,33 @@ async fn the_client_leg_has_no_scored_failure_but_its_baseline() {
             }
         }
     }
+}
+
+/// What the client printed in `scenario` (the suite keeps its output in the scenario's
+/// directory), and how the scenario's checks ended.
+fn what_the_client_said(out: &Path, scenario: &str) -> String {
+    let mut dirs = vec![out.to_owned()];
+    let leaf = scenario.rsplit('/').next().unwrap_or(scenario);
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{leaf}-")) && path.join("checks.json").exists() {
+                let read =
+                    |file: &str| std::fs::read_to_string(path.join(file)).unwrap_or_default();
+                return format!(
+                    "\n--- {scenario}: checks\n{}\n--- its stdout\n{}\n--- its stderr\n{}\n",
+                    read("checks.json"),
+                    read("stdout.txt"),
+                    read("stderr.txt")
+                );
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            }
+        }
+    }
+    format!("\n--- {scenario}: no output kept\n")
 }
 
 /// The scenarios the suite's summary lists as failing outside the baseline.
