@@ -6,17 +6,13 @@
 //! trace context a tool granted HTTP and a model request send.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::components::MISBEHAVE;
-use toolhost_tests::mcp::{HANG, HttpServer, StdioServer, peers};
+use toolhost_tests::mcp::{HttpServer, StdioServer};
 use toolhost_tests::model::{Format, ScriptedModel, text};
+use toolhost_tests::otlp::Receiver;
 use toolhost_tests::server::{Reply, TestServer};
 
 /// The client's trace and its span, as a client that traces its own requests sends them.
@@ -285,76 +281,4 @@ async fn a_stdio_server_pushes_its_metrics_and_spans() {
         .span(|s| s["service"] == "stdio" && s["name"] == "tools/call add")
         .await;
     assert_eq!(call["parent_span_id"], "", "a root: {call}");
-}
-
-/// `tests/mcp-peers/otlp_receiver.py`, with the spans it printed.
-struct Receiver {
-    _child: Child,
-    endpoint: String,
-    spans: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Receiver {
-    async fn start() -> Self {
-        let peers = peers();
-        let script = toolhost_tests::repo_root().join("tests/mcp-peers/otlp_receiver.py");
-        let mut child = Command::new(&peers.python)
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the receiver starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(HANG, lines.next_line())
-            .await
-            .expect("the receiver says where it listens")
-            .unwrap()
-            .expect("a first line");
-        let port = first.strip_prefix("listening on ").expect("its port");
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let kept = spans.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let span: Value = serde_json::from_str(&line).expect("a span as JSON");
-                kept.lock().unwrap().push(span);
-            }
-        });
-        Self {
-            _child: child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            spans,
-        }
-    }
-
-    /// The first span `matches` accepts, once it has arrived.
-    async fn span(&self, matches: impl Fn(&Value) -> bool) -> Value {
-        self.spans_until(1, matches).await.remove(0)
-    }
-
-    /// The first `count` spans `matches` accepts, once they have arrived.
-    async fn spans_until(&self, count: usize, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let found = tokio::time::timeout(HANG, async {
-            loop {
-                let found: Vec<Value> = (self.spans.lock().unwrap().iter())
-                    .filter(|span| matches(span))
-                    .take(count)
-                    .cloned()
-                    .collect();
-                if found.len() == count {
-                    return found;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await;
-        found.unwrap_or_else(|_| panic!("not every span arrived; received:\n{}", self.text()))
-    }
-
-    /// Every span received, one JSON line each.
-    fn text(&self) -> String {
-        let spans = self.spans.lock().unwrap();
-        spans.iter().map(|span| format!("{span}\n")).collect()
-    }
 }
