@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::components::MISBEHAVE;
+use toolhost_tests::components::{FILES, MISBEHAVE};
 use toolhost_tests::mcp::{HttpServer, StdioServer};
 use toolhost_tests::model::{Format, ScriptedModel, text};
 use toolhost_tests::otlp::Receiver;
@@ -254,6 +254,83 @@ async fn a_model_request_carries_its_spans_trace_context() {
         .expect("a traceparent header");
     let (trace, span) = (chat["trace_id"].as_str(), chat["span_id"].as_str());
     assert_eq!(sent, format!("00-{}-{}-01", trace.unwrap(), span.unwrap()));
+}
+
+/// Over stdio every request rmcp handles is a span too, with its parent the trace context in
+/// its `_meta`, and is timed in `mcp.server.operation.duration` under its method.
+#[tokio::test]
+async fn every_request_on_stdio_is_a_span_under_its_meta_traceparent() {
+    let receiver = Receiver::start().await;
+    // The files example offers resources as well as tools.
+    let manifest = ManifestFile::in_dir(|dir| {
+        std::fs::create_dir(dir.join("data")).unwrap();
+        format!(
+            "[components.files]\npath = {FILES:?}\n\
+             grants.dirs = [{{ host = \"data\", guest = \"/data\" }}]\n"
+        )
+    });
+    let endpoint = receiver.endpoint.clone();
+    let mut server = StdioServer::start_with_env(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+            ("OTEL_BSP_SCHEDULE_DELAY", Path::new("200")),
+            ("OTEL_METRIC_EXPORT_INTERVAL", Path::new("500")),
+            ("OTEL_SERVICE_NAME", Path::new("stdio")),
+        ],
+    )
+    .await;
+    let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
+    for method in ["tools/list", "resources/list"] {
+        let answer = server
+            .request(method, json!({ "_meta": { "traceparent": traceparent } }))
+            .await;
+        assert!(answer.get("result").is_some(), "{method}: {answer}");
+    }
+    // A request rmcp refuses is a span too, marked as an error.
+    let refused = server
+        .request("prompts/get", json!({ "name": "no-such-prompt" }))
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    for method in ["tools/list", "resources/list"] {
+        let span = receiver
+            .span(|s| s["service"] == "stdio" && s["name"] == method)
+            .await;
+        assert_eq!(span["kind"], 2, "a server span: {span}");
+        assert_eq!(span["attributes"]["mcp.method.name"], method, "{span}");
+        assert_eq!(span["trace_id"], TRACE, "{span}");
+        assert_eq!(span["parent_span_id"], CLIENT_SPAN, "{span}");
+        assert!(span["attributes"].get("error.type").is_none(), "{span}");
+    }
+    let initialize = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "initialize")
+        .await;
+    assert_eq!(initialize["parent_span_id"], "", "a root: {initialize}");
+    let prompt = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "prompts/get")
+        .await;
+    let code = refused["error"]["code"].to_string();
+    assert_eq!(prompt["attributes"]["error.type"], code, "{prompt}");
+    assert_eq!(prompt["status"], 2, "an error status: {prompt}");
+    // Each method's duration, under its name.
+    let duration = receiver
+        .span(|s| {
+            s["service"] == "stdio"
+                && s["metric"] == "mcp.server.operation.duration"
+                && s["points"].as_array().is_some_and(|points| {
+                    points
+                        .iter()
+                        .any(|p| p["mcp.method.name"] == "resources/list")
+                })
+        })
+        .await;
+    let points = duration["points"].as_array().unwrap();
+    for method in ["initialize", "tools/list", "prompts/get"] {
+        assert!(
+            points.iter().any(|p| p["mcp.method.name"] == method),
+            "{method}: {duration}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //! `tests/mcp-peers/otlp_receiver.py`, which decodes spans and metrics with the OpenTelemetry
 //! project's own protobuf definitions (`opentelemetry-proto` from PyPI) and prints each as a
 //! JSON line (`name`, `kind`, `trace_id`, `span_id`, `parent_span_id`, `attributes`, `events`,
-//! `status`, `service`; a metric as `{"service", "metric"}`).
+//! `status`, `service`; a metric as `{"service", "metric", "points"}`, `points` the attributes
+//! of each of its data points).
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
