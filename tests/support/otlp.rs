@@ -36,11 +36,11 @@ impl Receiver {
             .kill_on_drop(true)
             .spawn()
             .expect("the receiver starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut lines = BufReader::new(child.stdout.take().expect("its stdout")).lines();
         let first = tokio::time::timeout(HANG, lines.next_line())
             .await
             .expect("the receiver says where it listens")
-            .unwrap()
+            .expect("its stdout is read")
             .expect("a first line");
         let port = first.strip_prefix("listening on ").expect("its port");
         let spans = Arc::new(Mutex::new(Vec::new()));
@@ -48,7 +48,7 @@ impl Receiver {
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 let span: Value = serde_json::from_str(&line).expect("a span as JSON");
-                kept.lock().unwrap().push(span);
+                lock(&kept).push(span);
             }
         });
         Self {
@@ -67,7 +67,7 @@ impl Receiver {
     pub async fn spans_until(&self, count: usize, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
         let found = tokio::time::timeout(HANG, async {
             loop {
-                let found: Vec<Value> = (self.spans.lock().unwrap().iter())
+                let found: Vec<Value> = (lock(&self.spans).iter())
                     .filter(|span| matches(span))
                     .take(count)
                     .cloned()
@@ -84,7 +84,12 @@ impl Receiver {
 
     /// Every span received, one JSON line each.
     pub fn text(&self) -> String {
-        let spans = self.spans.lock().unwrap();
+        let spans = lock(&self.spans);
         spans.iter().map(|span| format!("{span}\n")).collect()
     }
+}
+
+/// The spans received; a panic elsewhere in the test leaves them whole.
+fn lock(spans: &Mutex<Vec<Value>>) -> std::sync::MutexGuard<'_, Vec<Value>> {
+    spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
