@@ -1,11 +1,13 @@
 // Headless Chromium (Debian's `chromium`) driven over the DevTools protocol as a person uses
 // the status page of a server that requires a token: it opens the page, waits for the token
-// field, types the token and presses Enter, waits until every chart has data, keeps a
-// screenshot, and prints one JSON line of what it saw: `before` (the page before the token),
-// `after` (each chart's data points, the summary, the error texts, the page's URL, what
-// sessionStorage holds), and `problems` (every console error, exception and error logged).
+// field, types a wrong token and presses Enter, waits for the page to ask again, types the
+// token, waits until every chart has data, keeps a screenshot, and prints one JSON line of
+// what it saw: `before` (the page before any token), `refused` (after the wrong one) with
+// `refusedProblems` (what the browser logged then), `after` (each chart's data points, the
+// summary, the error texts, the page's URL, what sessionStorage holds), and `problems` (every
+// console error, exception and error logged from the right token on).
 //
-//   node status_browser.mjs CHROMIUM URL TOKEN SCREENSHOT
+//   node status_browser.mjs CHROMIUM URL TOKEN WRONG_TOKEN SCREENSHOT
 //
 // Needs Node 22 or newer (its WebSocket): the peers' Node 24.
 
@@ -14,7 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const [chromium, url, token, screenshot] = process.argv.slice(2);
+const [chromium, url, token, wrongToken, screenshot] = process.argv.slice(2);
 const profile = mkdtempSync(join(tmpdir(), "status-browser-"));
 const browser = spawn(
   chromium,
@@ -54,7 +56,7 @@ async function pageTarget() {
   });
 }
 
-const problems = [];
+let problems = [];
 let next = 0;
 const waiting = new Map();
 
@@ -115,18 +117,31 @@ try {
     const now = await state().catch(() => null);
     return now?.loginShown && now;
   });
-  await send("Runtime.evaluate", { expression: `document.getElementById("token").focus()` });
-  await send("Input.insertText", { text: token });
-  const enter = { key: "Enter", code: "Enter", windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
-  await send("Input.dispatchKeyEvent", { type: "keyDown", text: "\r", ...enter });
-  await send("Input.dispatchKeyEvent", { type: "keyUp", ...enter });
+  // Types `text` into the token field and presses Enter.
+  const typeToken = async (text) => {
+    await send("Runtime.evaluate", { expression: `document.getElementById("token").focus()` });
+    await send("Input.insertText", { text });
+    const enter = { key: "Enter", code: "Enter", windowsVirtualKeyCode: 13, nativeVirtualKeyCode: 13 };
+    await send("Input.dispatchKeyEvent", { type: "keyDown", text: "\r", ...enter });
+    await send("Input.dispatchKeyEvent", { type: "keyUp", ...enter });
+  };
+  await typeToken(wrongToken);
+  const refused = await until("token asked for again", async () => {
+    const now = await state();
+    return now.loginShown && now.loginError && now;
+  });
+  // The refused request, as the browser logs it.
+  await until("refusal logged", () => problems.some((problem) => problem.includes("401")));
+  const refusedProblems = problems;
+  problems = [];
+  await typeToken(token);
   const after = await until("data in every chart", async () => {
     const now = await state();
     return Object.values(now.charts).every((points) => points > 0) && now;
   });
   const shot = await send("Page.captureScreenshot", { format: "png" });
   writeFileSync(screenshot, Buffer.from(shot.data, "base64"));
-  console.log(JSON.stringify({ before, after, problems }));
+  console.log(JSON.stringify({ before, refused, refusedProblems, after, problems }));
   socket.close();
 } finally {
   browser.kill();

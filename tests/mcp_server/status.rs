@@ -3,7 +3,8 @@
 //! error; a screenshot is kept under the target directory
 //! (`$CARGO_TARGET_TMPDIR/status.png`, `status-token.png`). On a server that requires a token,
 //! Chromium is driven over the DevTools protocol (`tests/mcp-peers/status_browser.mjs`, on the
-//! peers' Node 24) as a person uses the page: it asks for the token, which is typed in.
+//! peers' Node 24) as a person uses the page: it asks for the token, a wrong one is refused,
+//! the right one is typed in.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -95,7 +96,7 @@ async fn with_a_token_the_page_asks_for_it_then_draws_the_figures() {
     let run = Command::new(peers().node24)
         .arg(script)
         .arg(chromium_binary())
-        .args([url.as_str(), TOKEN])
+        .args([url.as_str(), TOKEN, "not-the-token"])
         .arg(&screenshot)
         .stdin(Stdio::null())
         .kill_on_drop(true)
@@ -116,6 +117,18 @@ async fn with_a_token_the_page_asks_for_it_then_draws_the_figures() {
     assert!(
         (before["summary"].as_str()).is_some_and(|s| s.contains("a token is needed")),
         "{before}"
+    );
+    // A wrong token: refused, forgotten, and asked for again; the browser logged the 401 (so
+    // the console is watched).
+    let refused = &seen["refused"];
+    assert!(
+        (refused["loginError"].as_str()).is_some_and(|e| e.contains("refused this token")),
+        "{refused}"
+    );
+    assert_eq!(refused["stored"], Value::Null, "{refused}");
+    assert!(
+        seen["refusedProblems"].to_string().contains("401"),
+        "{seen}"
     );
     let after = &seen["after"];
     for chart in ["rate", "latency", "outcomes", "pool"] {
