@@ -91,5 +91,7 @@ impl Receiver {
 
 /// The spans received; a panic elsewhere in the test leaves them whole.
 fn lock(spans: &Mutex<Vec<Value>>) -> std::sync::MutexGuard<'_, Vec<Value>> {
-    spans.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    spans
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
