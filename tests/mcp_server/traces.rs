@@ -2,8 +2,9 @@
 //! OpenTelemetry project's own protobuf definitions (`tests/mcp-peers/otlp_receiver.py`, on
 //! `opentelemetry-proto` from PyPI): one trace from an MCP client's `traceparent` through
 //! `host mcp`'s `tools/call`, its tool call, and the upstream MCP server it reached (another
-//! `host mcp`, exporting to the same receiver), each span's parent the one before; and the
-//! trace context a tool granted HTTP and a model request send.
+//! `host mcp`, exporting to the same receiver), each span's parent the one before, and its
+//! listing of the upstream server's tools; and the trace context a tool granted HTTP and a
+//! model request send.
 
 use std::path::Path;
 
@@ -92,6 +93,21 @@ async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server(
         .span(|s| s["service"] == "upstream" && s["name"] == "execute_tool square_root")
         .await;
     assert_eq!(upstream_tool["parent_span_id"], upstream_server["span_id"]);
+    // Listing the upstream server's tools is a client span too, whose trace context the
+    // upstream server's span takes from `_meta`.
+    let front_list = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "tools/list" && s["kind"] == 3)
+        .await;
+    let upstream_list = receiver
+        .span(|s| {
+            s["service"] == "upstream"
+                && s["name"] == "tools/list"
+                && s["kind"] == 2
+                && s["parent_span_id"] == front_list["span_id"]
+        })
+        .await;
+    assert_eq!(upstream_list["trace_id"], front_list["trace_id"]);
+    assert_eq!(upstream_list["attributes"]["mcp.method.name"], "tools/list");
     // Every other request served is a span too.
     let initialize = receiver
         .span(|s| s["service"] == "front" && s["name"] == "initialize" && s["kind"] == 2)
