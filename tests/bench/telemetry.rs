@@ -86,11 +86,15 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     stats[2].row("  metrics, every call traced (OTLP)");
     let unsampled_over = ratio(stats[1].median, stats[0].median);
     let sampled_over = ratio(stats[2].median, stats[0].median);
-    println!("unsampled / off:              {unsampled_over:>8.2}x");
-    println!("sampled / off:                {sampled_over:>8.2}x");
+    let unsampled_cost = stats[1].median.saturating_sub(stats[0].median);
+    let sampled_cost = stats[2].median.saturating_sub(stats[0].median);
     println!(
-        "a traced call's cost:         {:>8} ({exported} OTLP exports)",
-        fmt(stats[2].median.saturating_sub(stats[0].median))
+        "unsampled / off:              {unsampled_over:>8.2}x  ({} a call over off)",
+        fmt(unsampled_cost)
+    );
+    println!(
+        "sampled / off:                {sampled_over:>8.2}x  ({} a call over off; {exported} OTLP exports)",
+        fmt(sampled_cost)
     );
     let summary = &mut bench.summary;
     summary.add(
@@ -98,5 +102,9 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
         format!("{unsampled_over:.2}"),
     );
     summary.add("telemetry_sampled_over_off", format!("{sampled_over:.2}"));
+    summary.add(
+        "telemetry_sampled_us_over_off",
+        format!("{:.1}", sampled_cost.as_secs_f64() * 1e6),
+    );
     Ok(())
 }

@@ -1,6 +1,7 @@
 """An OTLP/HTTP receiver for the tests: decodes each POST to /v1/traces and /v1/metrics with
 the OpenTelemetry project's own protobuf definitions (opentelemetry-proto) and prints one JSON
-line per span (and one per metric, `{"service", "metric"}`) on stdout; the first line is
+line per span (and one per metric, `{"service", "metric", "points"}`, the attributes of
+each of its data points) on stdout; the first line is
 `listening on PORT`. Only binary protobuf, as toolhost
 sends it (http/protobuf)."""
 
@@ -63,7 +64,14 @@ class Receiver(BaseHTTPRequestHandler):
             service = attributes(resource_metrics.resource.attributes).get("service.name")
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    print(json.dumps({"service": service, "metric": metric.name}), flush=True)
+                    kind = metric.WhichOneof("data")
+                    points = getattr(metric, kind).data_points if kind else []
+                    line = {
+                        "service": service,
+                        "metric": metric.name,
+                        "points": [attributes(point.attributes) for point in points],
+                    }
+                    print(json.dumps(line), flush=True)
         self.answer(ExportMetricsServiceResponse().SerializeToString())
 
     def answer(self, answer):

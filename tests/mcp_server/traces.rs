@@ -2,21 +2,18 @@
 //! OpenTelemetry project's own protobuf definitions (`tests/mcp-peers/otlp_receiver.py`, on
 //! `opentelemetry-proto` from PyPI): one trace from an MCP client's `traceparent` through
 //! `host mcp`'s `tools/call`, its tool call, and the upstream MCP server it reached (another
-//! `host mcp`, exporting to the same receiver), each span's parent the one before; and the
-//! trace context a tool granted HTTP and a model request send.
+//! `host mcp`, exporting to the same receiver), each span's parent the one before, and its
+//! listing of the upstream server's tools; and the trace context a tool granted HTTP and a
+//! model request send.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
-use tokio::process::{Child, Command};
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::components::MISBEHAVE;
-use toolhost_tests::mcp::{HANG, HttpServer, StdioServer, peers};
+use toolhost_tests::components::{FILES, MISBEHAVE};
+use toolhost_tests::mcp::{HttpServer, StdioServer};
 use toolhost_tests::model::{Format, ScriptedModel, text};
+use toolhost_tests::otlp::Receiver;
 use toolhost_tests::server::{Reply, TestServer};
 
 /// The client's trace and its span, as a client that traces its own requests sends them.
@@ -96,6 +93,21 @@ async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server(
         .span(|s| s["service"] == "upstream" && s["name"] == "execute_tool square_root")
         .await;
     assert_eq!(upstream_tool["parent_span_id"], upstream_server["span_id"]);
+    // Listing the upstream server's tools is a client span too, whose trace context the
+    // upstream server's span takes from `_meta`.
+    let front_list = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "tools/list" && s["kind"] == 3)
+        .await;
+    let upstream_list = receiver
+        .span(|s| {
+            s["service"] == "upstream"
+                && s["name"] == "tools/list"
+                && s["kind"] == 2
+                && s["parent_span_id"] == front_list["span_id"]
+        })
+        .await;
+    assert_eq!(upstream_list["trace_id"], front_list["trace_id"]);
+    assert_eq!(upstream_list["attributes"]["mcp.method.name"], "tools/list");
     // Every other request served is a span too.
     let initialize = receiver
         .span(|s| s["service"] == "front" && s["name"] == "initialize" && s["kind"] == 2)
@@ -260,6 +272,83 @@ async fn a_model_request_carries_its_spans_trace_context() {
     assert_eq!(sent, format!("00-{}-{}-01", trace.unwrap(), span.unwrap()));
 }
 
+/// Over stdio every request rmcp handles is a span too, with its parent the trace context in
+/// its `_meta`, and is timed in `mcp.server.operation.duration` under its method.
+#[tokio::test]
+async fn every_request_on_stdio_is_a_span_under_its_meta_traceparent() {
+    let receiver = Receiver::start().await;
+    // The files example offers resources as well as tools.
+    let manifest = ManifestFile::in_dir(|dir| {
+        std::fs::create_dir(dir.join("data")).unwrap();
+        format!(
+            "[components.files]\npath = {FILES:?}\n\
+             grants.dirs = [{{ host = \"data\", guest = \"/data\" }}]\n"
+        )
+    });
+    let endpoint = receiver.endpoint.clone();
+    let mut server = StdioServer::start_with_env(
+        &[manifest.arg()],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", Path::new(&endpoint)),
+            ("OTEL_BSP_SCHEDULE_DELAY", Path::new("200")),
+            ("OTEL_METRIC_EXPORT_INTERVAL", Path::new("500")),
+            ("OTEL_SERVICE_NAME", Path::new("stdio")),
+        ],
+    )
+    .await;
+    let traceparent = format!("00-{TRACE}-{CLIENT_SPAN}-01");
+    for method in ["tools/list", "resources/list"] {
+        let answer = server
+            .request(method, json!({ "_meta": { "traceparent": traceparent } }))
+            .await;
+        assert!(answer.get("result").is_some(), "{method}: {answer}");
+    }
+    // A request rmcp refuses is a span too, marked as an error.
+    let refused = server
+        .request("prompts/get", json!({ "name": "no-such-prompt" }))
+        .await;
+    assert!(refused.get("error").is_some(), "{refused}");
+    for method in ["tools/list", "resources/list"] {
+        let span = receiver
+            .span(|s| s["service"] == "stdio" && s["name"] == method)
+            .await;
+        assert_eq!(span["kind"], 2, "a server span: {span}");
+        assert_eq!(span["attributes"]["mcp.method.name"], method, "{span}");
+        assert_eq!(span["trace_id"], TRACE, "{span}");
+        assert_eq!(span["parent_span_id"], CLIENT_SPAN, "{span}");
+        assert!(span["attributes"].get("error.type").is_none(), "{span}");
+    }
+    let initialize = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "initialize")
+        .await;
+    assert_eq!(initialize["parent_span_id"], "", "a root: {initialize}");
+    let prompt = receiver
+        .span(|s| s["service"] == "stdio" && s["name"] == "prompts/get")
+        .await;
+    let code = refused["error"]["code"].to_string();
+    assert_eq!(prompt["attributes"]["error.type"], code, "{prompt}");
+    assert_eq!(prompt["status"], 2, "an error status: {prompt}");
+    // Each method's duration, under its name.
+    let duration = receiver
+        .span(|s| {
+            s["service"] == "stdio"
+                && s["metric"] == "mcp.server.operation.duration"
+                && s["points"].as_array().is_some_and(|points| {
+                    points
+                        .iter()
+                        .any(|p| p["mcp.method.name"] == "resources/list")
+                })
+        })
+        .await;
+    let points = duration["points"].as_array().unwrap();
+    for method in ["initialize", "tools/list", "prompts/get"] {
+        assert!(
+            points.iter().any(|p| p["mcp.method.name"] == method),
+            "{method}: {duration}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_stdio_server_pushes_its_metrics_and_spans() {
     let receiver = Receiver::start().await;
@@ -285,76 +374,4 @@ async fn a_stdio_server_pushes_its_metrics_and_spans() {
         .span(|s| s["service"] == "stdio" && s["name"] == "tools/call add")
         .await;
     assert_eq!(call["parent_span_id"], "", "a root: {call}");
-}
-
-/// `tests/mcp-peers/otlp_receiver.py`, with the spans it printed.
-struct Receiver {
-    _child: Child,
-    endpoint: String,
-    spans: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Receiver {
-    async fn start() -> Self {
-        let peers = peers();
-        let script = toolhost_tests::repo_root().join("tests/mcp-peers/otlp_receiver.py");
-        let mut child = Command::new(&peers.python)
-            .arg(script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the receiver starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(HANG, lines.next_line())
-            .await
-            .expect("the receiver says where it listens")
-            .unwrap()
-            .expect("a first line");
-        let port = first.strip_prefix("listening on ").expect("its port");
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let kept = spans.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
-                let span: Value = serde_json::from_str(&line).expect("a span as JSON");
-                kept.lock().unwrap().push(span);
-            }
-        });
-        Self {
-            _child: child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            spans,
-        }
-    }
-
-    /// The first span `matches` accepts, once it has arrived.
-    async fn span(&self, matches: impl Fn(&Value) -> bool) -> Value {
-        self.spans_until(1, matches).await.remove(0)
-    }
-
-    /// The first `count` spans `matches` accepts, once they have arrived.
-    async fn spans_until(&self, count: usize, matches: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let found = tokio::time::timeout(HANG, async {
-            loop {
-                let found: Vec<Value> = (self.spans.lock().unwrap().iter())
-                    .filter(|span| matches(span))
-                    .take(count)
-                    .cloned()
-                    .collect();
-                if found.len() == count {
-                    return found;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        })
-        .await;
-        found.unwrap_or_else(|_| panic!("not every span arrived; received:\n{}", self.text()))
-    }
-
-    /// Every span received, one JSON line each.
-    fn text(&self) -> String {
-        let spans = self.spans.lock().unwrap();
-        spans.iter().map(|span| format!("{span}\n")).collect()
-    }
 }

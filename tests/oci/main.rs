@@ -14,3 +14,4 @@ mod lock;
 mod registry;
 mod serve;
 mod signatures;
+mod traces;

@@ -11,6 +11,7 @@ pub mod issuer;
 pub mod load;
 pub mod mcp;
 pub mod model;
+pub mod otlp;
 pub mod peers;
 pub mod redis;
 pub mod server;

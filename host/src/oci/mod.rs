@@ -13,8 +13,9 @@
 //!
 //! The artifacts follow the CNCF wasm OCI artifact layout (`artifact`), so what `wkg oci push`
 //! or `oras push` make is pulled here, and the other way round. Registries are spoken to
-//! through oci-client (`registry`); manifests are read with a size bound of their own. What is
-//! pulled is kept in the cache (`store`) only once every check passed.
+//! through oci-client (`registry`), but what a pull reads, manifests and blobs, is asked for by
+//! the host itself, each with a size bound and a span of its own (`request`). What is pulled
+//! is kept in the cache (`store`) only once every check passed.
 
 mod artifact;
 mod credentials;
@@ -24,6 +25,7 @@ mod pull;
 mod push;
 mod reference;
 mod registry;
+mod request;
 mod sign;
 mod store;
 

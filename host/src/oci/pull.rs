@@ -52,7 +52,13 @@ pub struct Pulled {
     pub verified: bool,
 }
 
-/// Pulls `reference` under `policy` into `store`.
+/// Pulls `reference` under `policy` into `store`, in a span (`oci pull`) whose children are
+/// the requests to the registry.
+#[tracing::instrument(
+    name = "oci_pull",
+    skip_all,
+    fields(otel.name = "oci pull", oci.reference = %reference)
+)]
 pub async fn pull(
     reference: &ComponentRef,
     policy: &PullPolicy,

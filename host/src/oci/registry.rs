@@ -1,6 +1,7 @@
-//! Talking to one registry: oci-client for authentication, blobs and uploads; manifests read
-//! with a size bound (oci-client reads a manifest whole, whatever its size, so a registry that
-//! answers 10 GB would exhaust memory).
+//! Talking to one registry: oci-client for authentication and uploads; what a pull reads
+//! (manifests and blobs) asked for by the host itself, each with a size bound (oci-client reads
+//! a manifest whole, whatever its size, so a registry that answers 10 GB would exhaust memory)
+//! and a span of its own with the trace context sent on (`request.rs`).
 //!
 //! Plain HTTP only for a loopback registry (127.0.0.1, [::1], localhost) or one the manifest
 //! marks `plain_http`; HTTPS otherwise, with the TLS of the rest of the host (`crate::tls`).
@@ -12,10 +13,12 @@ use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientP
 use oci_client::manifest::OciDescriptor;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, RegistryOperation};
+use tracing::Instrument as _;
 
 use crate::oci::credentials;
 use crate::oci::error::OciError;
 use crate::oci::reference::ComponentRef;
+use crate::oci::request;
 use crate::oci::store::sha256_digest;
 use crate::tls;
 
@@ -103,11 +106,6 @@ impl Registry {
     }
 
     /// The manifest `reference` names, or `None` when the registry has none (404).
-    #[tracing::instrument(
-        name = "oci_request",
-        skip_all,
-        fields(otel.name = "oci manifest", otel.kind = "client", oci.reference = %reference)
-    )]
     pub(crate) async fn find_manifest(
         &self,
         reference: &ComponentRef,
@@ -121,56 +119,44 @@ impl Registry {
             reference.repository,
             target.unwrap_or_default()
         );
-        let mut request = self
+        let request = self
             .http
             .get(&url)
             .header(http::header::ACCEPT, ACCEPTED_MANIFESTS);
-        request = self
+        let request = self
             .authorize(reference, RegistryOperation::Pull, request)
-            .await?;
-        let response = request
-            .send()
-            .await
+            .await?
+            .build()
             .map_err(|e| OciError::registry(reference, "manifest request", e))?;
-        let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(status_error(reference, status));
-        }
-        if response.content_length().is_some_and(|size| size > limit) {
-            return Err(too_large(reference, "manifest", limit));
-        }
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .map(|value| value.split(';').next().unwrap_or(value).trim().to_owned());
-        let mut bytes = Vec::new();
-        let mut body = response.bytes_stream();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| OciError::registry(reference, "manifest request", e))?;
-            if bytes.len() as u64 + chunk.len() as u64 > limit {
-                return Err(too_large(reference, "manifest", limit));
+        request::send(&self.http, request, |answer| async move {
+            let response =
+                answer.map_err(|e| OciError::registry(reference, "manifest request", e))?;
+            let status = response.status();
+            if status == reqwest::StatusCode::NOT_FOUND {
+                return Ok(None);
             }
-            bytes.extend_from_slice(&chunk);
-        }
-        let digest = sha256_digest(&bytes);
-        Ok(Some(RawManifest {
-            bytes,
-            digest,
-            content_type,
-        }))
+            if !status.is_success() {
+                return Err(status_error(reference, status));
+            }
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .map(|value| value.split(';').next().unwrap_or(value).trim().to_owned());
+            let bytes =
+                bounded_body(reference, response, "manifest", limit, "manifest request").await?;
+            let digest = sha256_digest(&bytes);
+            Ok(Some(RawManifest {
+                bytes,
+                digest,
+                content_type,
+            }))
+        })
+        .await
     }
 
     /// The blob `descriptor` names, refused past its declared size and checked against its
     /// digest.
-    #[tracing::instrument(
-        name = "oci_request",
-        skip_all,
-        fields(otel.name = "oci blob", otel.kind = "client", oci.reference = %reference)
-    )]
     pub(crate) async fn blob(
         &self,
         reference: &ComponentRef,
@@ -178,35 +164,30 @@ impl Registry {
         what: &'static str,
     ) -> Result<Vec<u8>, OciError> {
         let limit = u64::try_from(descriptor.size).unwrap_or(0);
-        let image = reference.to_client();
-        self.client
-            .auth(&image, &self.auth, RegistryOperation::Pull)
-            .await
-            .map_err(|e| OciError::registry(reference, "authentication", e))?;
-        let mut out = Bounded {
-            bytes: Vec::new(),
-            limit,
-            overflowed: false,
-        };
-        let pulled = self.client.pull_blob(&image, descriptor, &mut out).await;
-        if out.overflowed {
-            return Err(too_large(reference, what, limit));
-        }
-        if let Err(error) = pulled {
-            return Err(match error {
-                oci_client::errors::OciDistributionError::DigestError(
-                    oci_client::errors::DigestError::VerificationError { expected, actual },
-                ) => OciError::DigestMismatch {
-                    reference: reference.to_string(),
-                    what,
-                    expected,
-                    actual,
-                },
-                error => OciError::registry(reference, "blob download", error),
-            });
-        }
-        let actual = sha256_digest(&out.bytes);
-        if actual != descriptor.digest || out.bytes.len() as u64 != limit {
+        let url = format!(
+            "{}://{}/v2/{}/blobs/{}",
+            self.scheme, reference.registry, reference.repository, descriptor.digest
+        );
+        let request = self
+            .authorize(reference, RegistryOperation::Pull, self.http.get(&url))
+            .await?
+            .build()
+            .map_err(|e| OciError::registry(reference, "blob download", e))?;
+        let bytes = request::send(&self.http, request, |answer| async move {
+            let response = answer.map_err(|e| OciError::registry(reference, "blob download", e))?;
+            let status = response.status();
+            if !status.is_success() {
+                return Err(OciError::registry(
+                    reference,
+                    "blob download",
+                    status.to_string(),
+                ));
+            }
+            bounded_body(reference, response, what, limit, "blob download").await
+        })
+        .await?;
+        let actual = sha256_digest(&bytes);
+        if actual != descriptor.digest || bytes.len() as u64 != limit {
             return Err(OciError::DigestMismatch {
                 reference: reference.to_string(),
                 what,
@@ -214,7 +195,7 @@ impl Registry {
                 actual,
             });
         }
-        Ok(out.bytes)
+        Ok(bytes)
     }
 
     /// Uploads `bytes` as a blob of `reference`'s repository (unless it is there), and returns
@@ -275,15 +256,25 @@ impl Registry {
 
     /// `request` with the registry's authorization: a bearer token when the registry hands
     /// them out, else the user's name and password, else nothing.
+    ///
+    /// oci-client asks the registry (its `/v2/` probe, and a token request when the registry
+    /// hands them out) without a hook for a span of each: the whole is one span, `oci
+    /// authorize`.
     async fn authorize(
         &self,
         reference: &ComponentRef,
         operation: RegistryOperation,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::RequestBuilder, OciError> {
+        let span = tracing::info_span!(
+            "oci_authorize",
+            otel.name = "oci authorize",
+            server.address = %reference.registry,
+        );
         let token = self
             .client
             .auth(&reference.to_client(), &self.auth, operation)
+            .instrument(span)
             .await
             .map_err(|e| OciError::registry(reference, "authentication", e))?;
         Ok(match (token, &self.auth) {
@@ -316,40 +307,26 @@ fn status_error(reference: &ComponentRef, status: reqwest::StatusCode) -> OciErr
     OciError::registry(reference, "manifest request", problem)
 }
 
-/// A buffer that takes at most `limit` bytes, then fails every write.
-struct Bounded {
-    bytes: Vec<u8>,
+/// The body of `response`, refused as too large (`what`, the thing it is) past `limit` bytes,
+/// announced or sent; `action` names what failed if the body breaks off.
+async fn bounded_body(
+    reference: &ComponentRef,
+    response: reqwest::Response,
+    what: &'static str,
     limit: u64,
-    overflowed: bool,
-}
-
-impl tokio::io::AsyncWrite for Bounded {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
-            self.overflowed = true;
-            return std::task::Poll::Ready(Err(std::io::Error::other(
-                "the registry sent more than the declared size",
-            )));
+    action: &'static str,
+) -> Result<Vec<u8>, OciError> {
+    if response.content_length().is_some_and(|size| size > limit) {
+        return Err(too_large(reference, what, limit));
+    }
+    let mut bytes = Vec::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| OciError::registry(reference, action, e))?;
+        if bytes.len() as u64 + chunk.len() as u64 > limit {
+            return Err(too_large(reference, what, limit));
         }
-        self.bytes.extend_from_slice(buf);
-        std::task::Poll::Ready(Ok(buf.len()))
+        bytes.extend_from_slice(&chunk);
     }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
+    Ok(bytes)
 }

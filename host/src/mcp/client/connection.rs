@@ -7,13 +7,16 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::anyhow;
-use rmcp::RoleClient;
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     ClientJsonRpcMessage, JsonRpcMessage, ServerJsonRpcMessage, ServerNotification, Tool,
 };
+use rmcp::model::{PaginatedRequestParams, RequestMetaObject};
+use rmcp::service::Peer;
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::Transport;
+use rmcp::{RoleClient, ServiceError};
+use tracing::Instrument as _;
 
 use super::config::McpServerConfig;
 use super::handler::{Handler, ToolsWatcher};
@@ -21,6 +24,7 @@ use super::relay::Calls;
 use super::{http, stdio};
 use crate::manifest::mcp_server::McpTransport;
 use crate::sandbox::EnvGrant;
+use crate::telemetry::context;
 
 /// How long a stdio server gets to exit after its stdin is closed, and again after SIGTERM.
 const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -241,15 +245,39 @@ where
     let subscription = follower
         .subscribe_to_tool_changes(service.peer(), startup / 2)
         .await;
-    let tools = service
-        .peer()
-        .list_all_tools()
+    let tools = list_tools(service.peer())
         .await
         .map_err(|error| anyhow!("listing its tools failed: {error}"))?;
     if let Some(subscription) = subscription {
         follower.follow_tool_changes(subscription);
     }
     Ok((service, tools))
+}
+
+/// Every tool `peer` lists, page after page: each page a `tools/list` request, a client span of
+/// the MCP conventions whose trace context goes in the request's `_meta` (as rmcp's
+/// `list_all_tools` would list them, without a way to set `_meta`).
+pub(super) async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<Tool>, ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    loop {
+        let span = tracing::info_span!(
+            "mcp_client_request",
+            otel.name = "tools/list",
+            otel.kind = "client",
+            mcp.method.name = "tools/list",
+        );
+        let mut meta = RequestMetaObject::default();
+        span.in_scope(|| context::inject_meta(&mut meta));
+        let mut params = PaginatedRequestParams::default().with_cursor(cursor);
+        params.meta = (!meta.is_empty()).then_some(meta);
+        let page = peer.list_tools(Some(params)).instrument(span).await?;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
 }
 
 fn is_list_changed(message: &ServerJsonRpcMessage) -> bool {

@@ -556,7 +556,7 @@ impl Shared {
             State::Up(connection) => connection.clone(),
             _ => return,
         };
-        let listing = connection.service.peer().list_all_tools();
+        let listing = connection::list_tools(connection.service.peer());
         match tokio::time::timeout(self.config.timeout, listing).await {
             Ok(Ok(tools)) => self.set_tools(&tools),
             Ok(Err(error)) => tracing::warn!(

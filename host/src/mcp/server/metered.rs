@@ -1,4 +1,5 @@
-//! The answer to an MCP request over HTTP, timed: `mcp.server.operation.duration` is recorded
+//! The answer to an MCP request over HTTP, timed (and, for every transport, the attributes and
+//! the span of a request): `mcp.server.operation.duration` is recorded
 //! when its body has gone out whole or was dropped (a stream of a `tools/call` ends with the
 //! call's result, so the time is the call's, not that of the first byte). A request other
 //! than `tools/call` (which has a span of its own, `calls.rs`) is a span that ends then too.
@@ -12,7 +13,7 @@ use http::Response;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
 use opentelemetry::KeyValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::McpServer;
 use super::service::ResponseBody;
@@ -41,18 +42,33 @@ const METHODS: [&str; 17] = [
     "tasks/cancel",
 ];
 
-/// The attributes of request `message` (its method and, for `tools/call`, the tool when the
-/// server has it), for `mcp.server.operation.duration` (over HTTP here; a `tools/call` on
-/// stdio in `direct.rs`).
-pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
-    let method = message.get("method").and_then(Value::as_str);
-    let method = METHODS
+/// The value `mcp.method.name` takes for `method`: itself when MCP defines it, else
+/// [`UNKNOWN`] (a caller cannot make up series).
+pub(super) fn method_name(method: Option<&str>) -> &'static str {
+    METHODS
         .into_iter()
         .find(|known| Some(*known) == method)
-        .unwrap_or(UNKNOWN);
+        .unwrap_or(UNKNOWN)
+}
+
+/// The attributes of request `message` (its method and, for `tools/call`, the tool when the
+/// server has it), for `mcp.server.operation.duration` (over HTTP here; on stdio in
+/// `observed.rs` and, for a `tools/call`, `direct.rs`).
+pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
+    let method = method_name(message.get("method").and_then(Value::as_str));
+    let name = message.pointer("/params/name").and_then(Value::as_str);
+    attributes_of(server, method, name)
+}
+
+/// The attributes of a request of `method` (for `tools/call`, of tool `name`, counted under
+/// its name only when the server has it).
+pub(super) fn attributes_of(
+    server: &McpServer,
+    method: &'static str,
+    name: Option<&str>,
+) -> Vec<KeyValue> {
     let mut attributes = vec![KeyValue::new(key::MCP_METHOD, method)];
     if method == "tools/call" {
-        let name = message.pointer("/params/name").and_then(Value::as_str);
         let known = name.filter(|name| {
             server
                 .host()
@@ -66,8 +82,7 @@ pub(super) fn attributes(server: &McpServer, message: &Value) -> Vec<KeyValue> {
 
 /// Records a `tools/call` of `name` served on stdio since `started`, which `failed` or not.
 pub(super) fn stdio_call(server: &McpServer, name: &str, failed: bool, started: Instant) {
-    let message = serde_json::json!({ "method": "tools/call", "params": { "name": name } });
-    let mut attributes = attributes(server, &message);
+    let mut attributes = attributes_of(server, "tools/call", Some(name));
     if failed {
         attributes.push(KeyValue::new(key::ERROR_TYPE, "error"));
     }
@@ -82,18 +97,32 @@ pub(super) fn span(message: &Value, headers: &http::HeaderMap) -> Option<tracing
     if method == "tools/call" {
         return None;
     }
-    let method = METHODS
-        .into_iter()
-        .find(|known| *known == method)
-        .unwrap_or(UNKNOWN);
     let meta = message.pointer("/params/_meta").and_then(Value::as_object);
-    let parent = context::extract(meta, Some(headers));
-    let _parent = parent.attach();
     let session = headers
         .get("mcp-session-id")
         .and_then(|value| value.to_str().ok());
     let id = message.get("id").map(Value::to_string);
-    Some(tracing::info_span!(
+    Some(request_span(
+        method_name(Some(method)),
+        meta,
+        Some(headers),
+        id,
+        session,
+    ))
+}
+
+/// The span of a request of `method` with JSON-RPC `id` (in `session`, when there are
+/// sessions), its parent the trace context in `meta`, else in `headers`.
+pub(super) fn request_span(
+    method: &'static str,
+    meta: Option<&Map<String, Value>>,
+    headers: Option<&http::HeaderMap>,
+    id: Option<String>,
+    session: Option<&str>,
+) -> tracing::Span {
+    let parent = context::extract(meta, headers);
+    let _parent = parent.attach();
+    tracing::info_span!(
         "mcp_request",
         otel.name = method,
         otel.kind = "server",
@@ -102,7 +131,7 @@ pub(super) fn span(message: &Value, headers: &http::HeaderMap) -> Option<tracing
         jsonrpc.request.id = id,
         mcp.session.id = session,
         error.type = tracing::field::Empty,
-    ))
+    )
 }
 
 /// `response`, recording its duration from `started` under `attributes` when its body ends,

@@ -56,6 +56,7 @@ mod http;
 mod identity;
 mod jsonrpc;
 mod metered;
+mod observed;
 mod offers;
 mod options;
 mod output;

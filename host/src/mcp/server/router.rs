@@ -26,6 +26,8 @@ use crate::caller::Caller;
 use crate::telemetry::MetricsPage;
 use crate::telemetry::metrics::metrics;
 
+mod figures;
+
 pub(super) struct Router {
     mcp: Mcp,
     server: McpServer,
@@ -440,85 +442,6 @@ impl Router {
         json_response(status, &body)
     }
 }
-
-impl Router {
-    /// `GET /metrics`: the metrics in Prometheus's text format, behind the same checks as
-    /// `/mcp` (`Host`, `Origin`, and the token or access token when one is required).
-    async fn metrics(&self, request: Request<Incoming>) -> Response<ResponseBody> {
-        let page = match self.observed(request, "/metrics").await {
-            Ok(page) => page,
-            Err(refused) => return refused,
-        };
-        let sessions = self.mcp.sessions().await;
-        metrics().sessions.record(sessions as u64, &[]);
-        match page.render() {
-            Ok(body) => {
-                let mut response = text(StatusCode::OK, &body);
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-                );
-                response
-            }
-            Err(error) => text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!("cannot render the metrics: {error}"),
-            ),
-        }
-    }
-
-    /// `GET /status`: a page that draws `/metrics` as charts, behind the same checks.
-    async fn status(&self, request: Request<Incoming>) -> Response<ResponseBody> {
-        if let Err(refused) = self.observed(request, "/status").await {
-            return refused;
-        }
-        let mut response = text(StatusCode::OK, STATUS_PAGE);
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/html; charset=utf-8"),
-        );
-        // Its own script and styles, and requests to this server only.
-        headers.insert(
-            header::CONTENT_SECURITY_POLICY,
-            http::HeaderValue::from_static(
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-                 connect-src 'self'",
-            ),
-        );
-        response
-    }
-
-    /// The metrics page of a `GET` or `HEAD` of `path` that passed the checks of `/mcp`
-    /// (`Host`, `Origin`, the token or access token), or the answer to give instead.
-    async fn observed(
-        &self,
-        request: Request<Incoming>,
-        path: &str,
-    ) -> Result<&MetricsPage, Response<ResponseBody>> {
-        let method = request.method();
-        if method != Method::GET && method != Method::HEAD {
-            return Err(text(
-                StatusCode::METHOD_NOT_ALLOWED,
-                &format!("use GET {path}"),
-            ));
-        }
-        if let Some(refused) = self.mcp.refuses(request.headers()).await {
-            return Err(refused);
-        }
-        self.authenticate(request).await?;
-        self.metrics.as_ref().ok_or_else(|| {
-            text(
-                StatusCode::NOT_FOUND,
-                "not found: this server exports no metrics (the application installed no \
-                 Prometheus exporter)",
-            )
-        })
-    }
-}
-
-/// The status page: HTML with its script and styles, no external assets.
-const STATUS_PAGE: &str = include_str!("status.html");
 
 /// The key of the verified caller the request is from (see [`identity::caller_key`]).
 fn caller_key<B>(request: &Request<B>) -> String {

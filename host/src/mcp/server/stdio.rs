@@ -31,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use super::McpServer;
 use super::direct::DirectCalls;
 use super::jsonrpc::{self, Refused};
+use super::observed::Observed;
 use super::output::Output;
 use crate::lines::{Line, LineReader};
 
@@ -110,7 +111,7 @@ where
     let closed = transport.closed.clone();
     tokio::pin!(shutdown);
     let running = tokio::select! {
-        running = server.clone().serve(transport) => {
+        running = Observed(server.clone()).serve(transport) => {
             running.context("the MCP session did not start")?
         }
         () = &mut shutdown => return Ok(()),
