@@ -233,6 +233,52 @@ async fn a_task_keeps_the_manifests_ttl_and_shows_its_progress_then_its_result()
     assert!(failed.get("result").is_none(), "{failed}");
 }
 
+/// The tasks extension (SEP-2663, Final) has no TTL a client asks for: "The `task` parameter
+/// on `CallToolRequest` is removed; servers MUST ignore it". A client that still sends the
+/// 2025-11-25 `task: {ttl}` gets the manifest's TTL, in memory and in Redis, and the task is
+/// gone once it has run out.
+#[tokio::test]
+async fn a_task_keeps_the_manifests_ttl_whatever_the_client_asks_then_is_gone() {
+    require_guests();
+    let manifest = ManifestFile::new(&format!(
+        "[components.conformance]\npath = {MCP_CONFORMANCE:?}\nresources = []\nprompts = []\n\
+         {TASK_TOOLS_MANIFEST}\n[mcp.tasks]\nttl = \"3s\"\npoll_interval = \"100ms\"\n"
+    ));
+    let redis = Redis::start();
+    let store = redis.url();
+    for args in [
+        vec![manifest.arg()],
+        vec![manifest.arg(), "--task-store", &store],
+    ] {
+        let server = HttpServer::start(&args, &[]).await;
+        let mut client = tasks_client(&server, &[]).await;
+        // Asks for far less than the manifest's 3 s, and for far more: neither is heard.
+        for asked in [200, 86_400_000] {
+            let call = json!({
+                "name": "slow_compute",
+                "arguments": { "seconds": 0 },
+                "task": { "ttl": asked },
+            });
+            let created = client.request("tools/call", call).await;
+            let id = task_id(&created);
+            assert_eq!(created["result"]["ttlMs"], 3000, "{created}");
+            let done = poll(&mut client, &id, |s| s["status"] != "working").await;
+            assert_eq!(done["status"], "completed", "{done}");
+            assert_eq!(done["ttlMs"], 3000, "{done}");
+            // Past its TTL the task is gone: an unknown task, as an id that never was.
+            let gone = loop {
+                let answer = client.request("tasks/get", json!({ "taskId": id })).await;
+                if answer.get("error").is_some() {
+                    break answer;
+                }
+                assert_eq!(answer["result"]["status"], "completed", "{answer}");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            };
+            assert_eq!(gone["error"]["code"], -32602, "{gone}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_cancelled_task_stops_its_instance_and_asks_are_answered_by_update() {
     let manifest = task_manifest("[audit]\npath = \"audit.jsonl\"\n");
