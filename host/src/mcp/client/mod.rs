@@ -441,6 +441,14 @@ impl Shared {
                 output.input_required = Some(input_required);
                 Ok(ToolOutput { reports, ..output })
             }
+            Ok(relay::Answer::TaskAsks { task, requests }) => {
+                let asked = rmcp::model::InputRequiredResult::new(Some(requests), None);
+                let mut input_required = result::input_required(tool, asked)?;
+                input_required.task = Some(task);
+                let mut output = ToolOutput::text("", started.elapsed());
+                output.input_required = Some(input_required);
+                Ok(ToolOutput { reports, ..output })
+            }
             Err(error) => Err(self.failed(tool, &connection, error).await),
         }
     }

@@ -34,6 +34,7 @@ pub(crate) fn input_required(
     Ok(InputRequired {
         requests,
         state: asked.request_state,
+        task: None,
     })
 }
 
