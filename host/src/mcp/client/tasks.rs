@@ -3,7 +3,9 @@
 //! `tasks/get` until it ends, at the interval the server suggests (at least [`FLOOR`], then
 //! longer each poll that finds it unchanged, up to [`CEILING`]); what the task asks for
 //! (`input_required`) is answered by the call's asker and sent with `tasks/update`; a call
-//! given up on (its timeout, its caller) sends `tasks/cancel`. A call with nobody to ask ends
+//! given up on (its timeout, its caller) sends `tasks/cancel`. A poll that does not get
+//! through (a connection cut, a replica gone behind a balancer) is tried again at the next
+//! wait, up to [`RETRIES`] in a row. A call with nobody to ask ends
 //! with the task's questions and its id, which its caller (a paused run) keeps: the next
 //! round of the call sends the answers to that task and follows it ([`resume`]).
 
@@ -23,6 +25,10 @@ const FLOOR: Duration = Duration::from_millis(20);
 
 /// The longest wait between two polls, however long the task has been unchanged.
 const CEILING: Duration = Duration::from_secs(5);
+
+/// How many polls in a row may fail to get through before the call fails with the last
+/// one's error.
+const RETRIES: usize = 5;
 
 /// Answers one of the task's requests for input (the call's asker, under the connection's
 /// grants); `None` when the call has nobody to ask.
@@ -80,10 +86,24 @@ async fn poll(
 ) -> Result<Followed, ServiceError> {
     let mut cancel = CancelOnDrop(Some((peer.clone(), id.clone())));
     let mut suggested = wait;
+    let mut unsent = 0;
     loop {
         tokio::time::sleep(wait).await;
         let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(&id)));
-        let ServerResult::GetTaskResult(got) = peer.send_request(request).await? else {
+        let got = match peer.send_request(request).await {
+            // A poll that did not get through (a connection cut, a replica gone behind a
+            // balancer) is tried again: the task goes on on the server, and a poll changes
+            // nothing there. Only so often in a row, and no sooner than the next wait.
+            Err(ServiceError::TransportSend(error)) if unsent < RETRIES => {
+                unsent += 1;
+                tracing::debug!(task = %id, "a poll of the task did not get through: {error}");
+                wait = (wait * 2).min(CEILING.max(suggested));
+                continue;
+            }
+            got => got?,
+        };
+        unsent = 0;
+        let ServerResult::GetTaskResult(got) = got else {
             return Err(ServiceError::UnexpectedResponse);
         };
         let detailed = got.task;
