@@ -105,7 +105,9 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     bench
         .summary
         .add("redis_task_over_plain", format!("{redis_over:.2}"));
-    bench.summary.add("poll_over_plain", format!("{poll_over:.2}"));
+    bench
+        .summary
+        .add("poll_over_plain", format!("{poll_over:.2}"));
     bench
         .summary
         .add("redis_poll_over_plain", format!("{redis_poll_over:.2}"));

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use toolhost::agent::{Conversation, RunEnd, RunOptions};
-use toolhost::mcp::client::McpServerConfig;
 use toolhost::llm::{ModelConfig, ProviderKind};
+use toolhost::mcp::client::McpServerConfig;
 use toolhost::{Asker, CallContext, Host};
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::FILES;
@@ -214,7 +214,9 @@ async fn calls_another_toolhost_runs_as_tasks_are_followed_answered_and_cancelle
         )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let asked = paused.input_required.expect("the task's question comes back");
+    let asked = paused
+        .input_required
+        .expect("the task's question comes back");
     assert_eq!(asked.requests["confirm"].method, "elicitation/create");
     let resumed = CallContext {
         input_responses: [("confirm".to_owned(), json!({ "action": "decline" }))].into(),

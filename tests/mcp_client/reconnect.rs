@@ -6,15 +6,15 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::io::copy_bidirectional;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use toolhost::CallContext;
 use toolhost::mcp::client::McpServerConfig;
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::MCP_CONFORMANCE;
 use toolhost_tests::mcp::HttpServer;
 use toolhost_tests::redis::Redis;
-use tokio::io::copy_bidirectional;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 use super::{PATIENCE, patient, toolbox};
 

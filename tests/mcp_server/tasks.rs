@@ -466,7 +466,9 @@ async fn storm(client: &HttpClient, id: &str, pollers: usize, polls: usize) -> (
     let counts = futures::future::join_all((0..pollers).map(poller)).await;
     counts
         .into_iter()
-        .fold((0, 0), |(a, r), (answered, refused)| (a + answered, r + refused))
+        .fold((0, 0), |(a, r), (answered, refused)| {
+            (a + answered, r + refused)
+        })
 }
 
 /// A caller that polls its working task as hard as it can (64 requests at once, again and
@@ -526,7 +528,10 @@ async fn a_polling_storm_is_answered_or_refused_without_growing_memory_or_starvi
             64 * 40
         );
         assert_eq!(answered + refused, 64 * 40);
-        assert!(answered > 0 && refused > 0, "{answered} answered, {refused} refused");
+        assert!(
+            answered > 0 && refused > 0,
+            "{answered} answered, {refused} refused"
+        );
         assert_eq!(bobs_end["result"]["status"], "completed", "{bobs_end}");
         assert_eq!(
             bobs_end["result"]["result"]["content"][0]["text"], "computed unlabelled in 2 s",

@@ -347,17 +347,7 @@ pub(super) async fn call_tool(
 ) -> (Result<Answer, ServiceError>, ReportCounts) {
     let call = calls.begin(tool, context);
     let target = call.target();
-    let ask = |request| -> futures::future::BoxFuture<'_, Result<Value, ErrorData>> {
-        match &target {
-            Ok(target) => handler.answer_input(target, request),
-            Err(why) => {
-                let why = format!("toolhost cannot answer the server's request for input: {why}");
-                Box::pin(std::future::ready(Err(ErrorData::internal_error(
-                    why, None,
-                ))))
-            }
-        }
-    };
+    let ask = asker(&target, handler);
     let answer: tasks::Answer<'_> = context.asker.is_some().then_some(&ask as _);
     // The call waits in a task of the server's that asked for these answers (its caller
     // paused): they go to the task, which is followed from there; the tool is not called
@@ -401,14 +391,7 @@ pub(super) async fn call_tool(
         }
         let mut answers = rmcp::model::InputResponses::new();
         for (key, request) in requests {
-            let answer = match &target {
-                Ok(target) => handler.answer_input(target, request).await,
-                Err(why) => Err(ErrorData::internal_error(
-                    format!("toolhost cannot answer the server's request for input: {why}"),
-                    None,
-                )),
-            };
-            match answer {
+            match ask(request).await {
                 Ok(answer) => answers.insert(key, answer),
                 Err(error) => return (Err(ServiceError::McpError(error)), call.finish()),
             };
@@ -421,6 +404,25 @@ pub(super) async fn call_tool(
         Err(ServiceError::InputRequiredRoundsExceeded { max_rounds }),
         call.finish(),
     )
+}
+
+/// Who answers a request for input of a call to `target`: `handler`, under the connection's
+/// grants; an error saying why when the call has nobody to ask.
+fn asker<'a: 'b, 'b>(
+    target: &'a Result<Target, String>,
+    handler: &'a dyn AnswersInput,
+) -> impl Fn(rmcp::model::InputRequest) -> futures::future::BoxFuture<'b, Result<Value, ErrorData>>
++ Sync
++ 'a {
+    move |request| match target {
+        Ok(target) => handler.answer_input(target, request),
+        Err(why) => {
+            let why = format!("toolhost cannot answer the server's request for input: {why}");
+            Box::pin(std::future::ready(Err(ErrorData::internal_error(
+                why, None,
+            ))))
+        }
+    }
 }
 
 impl From<tasks::Followed> for Answer {

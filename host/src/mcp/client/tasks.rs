@@ -55,7 +55,14 @@ pub(super) async fn follow(
     answer: Answer<'_>,
 ) -> Result<Followed, ServiceError> {
     let suggested = interval(task.poll_interval_ms);
-    poll(peer, task.task_id, suggested, Some(task.last_updated_at), answer).await
+    poll(
+        peer,
+        task.task_id,
+        suggested,
+        Some(task.last_updated_at),
+        answer,
+    )
+    .await
 }
 
 /// Goes on with task `id`, which asked for input when the call had nobody to ask (its
@@ -145,18 +152,30 @@ async fn poll(
                         requests: input_requests,
                     });
                 };
-                let mut answers = InputResponses::new();
-                for (key, request) in input_requests {
-                    answers.insert(key, answer(request).await.map_err(ServiceError::McpError)?);
-                }
-                let params = UpdateTaskParams::new(&id, answers);
-                let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
-                peer.send_request(request).await?;
+                answer_all(peer, &id, input_requests, answer).await?;
                 wait = FLOOR;
             }
             _ => {}
         }
     }
+}
+
+/// Answers each of `requests` of task `id` with `answer`, and sends the answers with
+/// `tasks/update`.
+async fn answer_all<'a>(
+    peer: &Peer<RoleClient>,
+    id: &str,
+    requests: InputRequests,
+    answer: &'a (dyn Fn(InputRequest) -> BoxFuture<'a, Result<Value, ErrorData>> + Sync),
+) -> Result<(), ServiceError> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        answers.insert(key, answer(request).await.map_err(ServiceError::McpError)?);
+    }
+    let params = UpdateTaskParams::new(id, answers);
+    let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
+    peer.send_request(request).await?;
+    Ok(())
 }
 
 /// The server's suggested interval, within [`FLOOR`] and [`CEILING`]; a second when it
