@@ -148,6 +148,11 @@ pub struct InputRequired {
     /// The tool's state, given back to it with the answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// When the tool is an MCP server's and the call waits in a task there (the MCP tasks
+    /// extension) that asks for these answers: the task's id. The next round sends the
+    /// answers to that task and follows it, instead of calling the tool again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// One thing a tool asks for: an MCP request (`elicitation/create`, `sampling/createMessage`,

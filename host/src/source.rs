@@ -290,6 +290,10 @@ pub struct CallContext {
     pub input_responses: BTreeMap<String, serde_json::Value>,
     /// The state the tool gave with its request for input, as it gave it.
     pub request_state: Option<String>,
+    /// The MCP server's task the call waits in, when it asked for input from there
+    /// ([`InputRequired::task`](crate::content::InputRequired::task)): the answers go to that
+    /// task, which the call follows to its end instead of calling the tool again.
+    pub task: Option<String>,
     /// Who answers what is asked while the call runs (an MCP server's elicitation, say), if
     /// anyone; a request nobody can answer is declined.
     pub asker: Option<Asker>,

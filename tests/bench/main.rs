@@ -26,7 +26,8 @@
 //! - **fairness** (`fairness.rs`): a quiet caller's latency while another floods, without and
 //!   with per-caller limits;
 //! - **tasks** (`tasks.rs`): a call run as a task (the create, then `tasks/get` until the
-//!   result) against a plain call, with the tasks in memory and in Redis.
+//!   result), and one `tasks/get` of a task still working (a poll), each against a plain
+//!   call, with the tasks in memory and in Redis.
 //! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
 //!   next to a plain call, and a multi-step task's model turns and request bytes with and
 //!   without code mode, in both wire formats.

@@ -1,8 +1,10 @@
 //! What running a call as a task costs (the MCP tasks extension): the calculator's `add` as a
 //! plain `tools/call` against the same call run as a task (its `tools/call`, which answers
-//! with the task, then `tasks/get` until the result is there), with the tasks in memory and
-//! in a real Redis (tests/support/redis.rs), over `host mcp --http` in this process, in
-//! interleaved rounds, each client with a session on a kept-alive connection.
+//! with the task, then `tasks/get` until the result is there), and what one poll of a task
+//! still working costs (a `tasks/get` of the conformance guest's `slow_compute` of ten
+//! minutes: what a client polling a long task sends again and again), with the tasks in
+//! memory and in a real Redis (tests/support/redis.rs), over `host mcp --http` in this
+//! process, in interleaved rounds, each client with a session on a kept-alive connection.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,15 +12,17 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost::mcp::server::{HttpServerOptions, McpServer, serve_http};
 use toolhost::{Host, Runtime, RuntimeConfig};
-use toolhost_tests::components::CALCULATOR;
+use toolhost_tests::components::{CALCULATOR, MCP_CONFORMANCE};
 use toolhost_tests::mcp::HttpClient;
 use toolhost_tests::redis::Redis;
 
 use super::over_http::{call_add, send};
 use super::{Bench, Stats, fmt, ratio};
 
-/// Prints the section, and adds `task_over_plain` and `redis_task_over_plain` to the summary.
+/// Prints the section, and adds `task_over_plain`, `redis_task_over_plain`, `poll_over_plain`
+/// and `redis_poll_over_plain` to the summary.
 pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
+    toolhost_tests::require_guests();
     let calls = bench.scaled(bench.iterations / 4, bench.iterations);
     let redis = Redis::start();
     let cache = tempfile::tempdir()?;
@@ -32,17 +36,27 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     plain.initialize().await;
     let mut in_memory = tasks_client(&memory).await?;
     let mut in_redis = tasks_client(&shared).await?;
+    // A task of ten minutes each, polled while it works.
+    let working = [
+        long_task(&mut in_memory).await?,
+        long_task(&mut in_redis).await?,
+    ];
 
     let rounds = 10;
     let per_round = (calls / rounds).max(5);
     let (mut plains, mut memories, mut redises) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut memory_polls, mut redis_polls) = (Vec::new(), Vec::new());
     let mut gets = [0usize; 2];
     for round in 0..=rounds {
         for _ in 0..per_round {
             let a = call_add(&mut plain).await?;
             let (b, memory_gets) = task(&mut in_memory).await?;
             let (c, redis_gets) = task(&mut in_redis).await?;
+            let d = poll(&mut in_memory, &working[0]).await?;
+            let e = poll(&mut in_redis, &working[1]).await?;
             if round > 0 {
+                memory_polls.push(d);
+                redis_polls.push(e);
                 plains.push(a);
                 memories.push(b);
                 redises.push(c);
@@ -51,7 +65,11 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
             }
         }
     }
+    for (client, id) in [(&mut in_memory, &working[0]), (&mut in_redis, &working[1])] {
+        send(client, "tasks/cancel", json!({ "taskId": id })).await?;
+    }
     let tasks = memories.len().max(1) as f64;
+    let (memory_poll, redis_poll) = (Stats::of(memory_polls), Stats::of(redis_polls));
     let (plain, memory, redis) = (Stats::of(plains), Stats::of(memories), Stats::of(redises));
     println!();
     println!("MCP over HTTP: a call run as a task (create, then tasks/get until the result)");
@@ -73,10 +91,26 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
         gets[0] as f64 / tasks,
         gets[1] as f64 / tasks
     );
+    println!();
+    println!("MCP over HTTP: one tasks/get of a task still working (a client polling it)");
+    println!("{:<44} {:>12} {:>12}", "", "median", "p90");
+    plain.row("  plain tools/call");
+    memory_poll.row("  tasks/get, in memory");
+    redis_poll.row("  tasks/get, in Redis");
+    let poll_over = ratio(memory_poll.median, plain.median);
+    let redis_poll_over = ratio(redis_poll.median, plain.median);
+    println!("poll (memory) / plain:        {poll_over:>8.2}x");
+    println!("poll (Redis) / plain:         {redis_poll_over:>8.2}x");
     bench.summary.add("task_over_plain", format!("{over:.2}"));
     bench
         .summary
         .add("redis_task_over_plain", format!("{redis_over:.2}"));
+    bench
+        .summary
+        .add("poll_over_plain", format!("{poll_over:.2}"));
+    bench
+        .summary
+        .add("redis_poll_over_plain", format!("{redis_poll_over:.2}"));
     Ok(())
 }
 
@@ -94,7 +128,10 @@ async fn serve(
     std::fs::write(
         &manifest,
         format!(
-            "[components.calculator]\npath = {CALCULATOR:?}\n\n[tools.add]\ntask = \"optional\"\n\n\
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n\
+             [components.conformance]\npath = {MCP_CONFORMANCE:?}\ntools = [\"slow_compute\"]\n\
+             resources = []\nprompts = []\nlimits.timeout = \"10m\"\n\n\
+             [tools.add]\ntask = \"optional\"\n\n[tools.slow_compute]\ntask = \"required\"\n\n\
              [mcp.tasks]\n{store}max_per_caller = 100000\nmax = 100000\n"
         ),
     )?;
@@ -151,4 +188,22 @@ async fn task(client: &mut HttpClient) -> anyhow::Result<(Duration, usize)> {
         }
     }
     anyhow::bail!("the task was still working after 10,000 tasks/get")
+}
+
+/// Starts `slow_compute` of ten minutes as a task; its id.
+async fn long_task(client: &mut HttpClient) -> anyhow::Result<String> {
+    let params = json!({ "name": "slow_compute", "arguments": { "seconds": 600 } });
+    let (created, _) = send(client, "tools/call", params).await?;
+    anyhow::ensure!(created["resultType"] == "task", "{created}");
+    created["taskId"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no taskId: {created}"))
+}
+
+/// One `tasks/get` of task `id`, which must still be working; how long it took.
+async fn poll(client: &mut HttpClient, id: &str) -> anyhow::Result<Duration> {
+    let (state, took) = send(client, "tasks/get", json!({ "taskId": id })).await?;
+    anyhow::ensure!(state["status"] == "working", "{state}");
+    Ok(took)
 }

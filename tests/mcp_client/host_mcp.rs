@@ -4,11 +4,15 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
+use toolhost::agent::{Conversation, RunEnd, RunOptions};
+use toolhost::llm::{ModelConfig, ProviderKind};
 use toolhost::mcp::client::McpServerConfig;
-use toolhost::{Asker, CallContext};
+use toolhost::{Asker, CallContext, Host};
 use toolhost_tests::cli::ManifestFile;
 use toolhost_tests::components::FILES;
 use toolhost_tests::host_binary;
+use toolhost_tests::mcp::HttpServer;
+use toolhost_tests::model::{Format, ScriptedModel, Turn, call, calls, text};
 
 use super::relay::Answering;
 use super::{patient, server, toolbox};
@@ -199,19 +203,31 @@ async fn calls_another_toolhost_runs_as_tasks_are_followed_answered_and_cancelle
     let asked = asker.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert_eq!(asked[0].1.method, "elicitation/create");
-    // Nobody to ask: the call fails saying so (a task cannot be paused with the run).
-    let refused = toolbox
+    // Nobody to ask: the call ends with the task's question and the task's id, for its
+    // caller (a paused run) to answer; the answer, sent with the same call again, goes to
+    // that task.
+    let paused = toolbox
         .call(
             "confirm_delete",
             r#"{"filename": "d.txt"}"#,
             &CallContext::default(),
         )
-        .await;
-    let message = match refused {
-        Ok(output) => output.text,
-        Err(error) => error.to_string(),
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let asked = paused
+        .input_required
+        .expect("the task's question comes back");
+    assert_eq!(asked.requests["confirm"].method, "elicitation/create");
+    let resumed = CallContext {
+        input_responses: [("confirm".to_owned(), json!({ "action": "decline" }))].into(),
+        task: Some(asked.task.expect("the task's id")),
+        ..CallContext::default()
     };
-    assert!(message.contains("nobody to ask"), "{message}");
+    let kept = toolbox
+        .call("confirm_delete", r#"{"filename": "d.txt"}"#, &resumed)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(kept.text, "kept d.txt", "{kept:?}");
     toolbox.shutdown().await;
 
     // A call that times out here cancels its task there: the inner audit log has it cancelled.
@@ -249,4 +265,100 @@ async fn calls_another_toolhost_runs_as_tasks_are_followed_answered_and_cancelle
         std::fs::read_to_string(&audit).unwrap_or_default()
     );
     toolbox.shutdown().await;
+}
+
+/// A host with the inner toolhost at `url` (over HTTP), whose model takes the `turns`; the
+/// model and the host.
+async fn deleting_host(url: &str, turns: Vec<Turn>) -> (ScriptedModel, Host) {
+    let model = ScriptedModel::start(Format::OpenAi, turns).await;
+    let host = Host::builder()
+        .runtime(toolhost_tests::runtime())
+        .mcp_server(patient(McpServerConfig::http("inner", url)))
+        .model(ModelConfig {
+            provider: Some(ProviderKind::OpenAi),
+            base_url: Some(model.base_url()),
+            ..ModelConfig::default()
+        })
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("{}", toolhost_tests::error::chain(&e)));
+    (model, host)
+}
+
+/// A run with nobody to ask pauses when another toolhost's task asks (the task waits there),
+/// keeps the task's id with the paused run, and, resumed in another host from the
+/// conversation's JSON, sends the answer to that task and polls it to its result: the tool
+/// is called once, not again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_run_resumes_polling_the_task_it_left_upstream() {
+    let inner = tasks_manifest();
+    let server = HttpServer::start(&[inner.arg()], &[]).await;
+    server.loaded().await;
+    let delete = call("c1", "confirm_delete", r#"{"filename": "e.txt"}"#);
+    let (_model, host) = deleting_host(&server.url, vec![calls(vec![delete])]).await;
+    let agent = host.agent().await.unwrap();
+    let mut conversation = Conversation::new();
+    conversation.push_user("Delete e.txt.");
+    let paused = agent
+        .run(&mut conversation, &RunOptions::default(), &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(paused.end, RunEnd::Paused, "{paused:?}");
+    let asking = &paused.asking[0];
+    assert_eq!(asking.tool, "confirm_delete");
+    assert_eq!(asking.requests["confirm"].method, "elicitation/create");
+    let saved = serde_json::to_string(&conversation).unwrap();
+    host.shutdown().await;
+
+    // The task waits upstream, asking; its id is in the saved run.
+    let task = serde_json::from_str::<serde_json::Value>(&saved).unwrap();
+    let task = find_key(&task, "task").expect("the task's id is kept with the run");
+    let mut client = toolhost_tests::mcp::HttpClient::new(&server.url);
+    let with_tasks = json!({
+        "protocolVersion": "2025-11-25",
+        "capabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } },
+        "clientInfo": { "name": "toolhost-tests", "version": "0" },
+    });
+    client.request("initialize", with_tasks).await;
+    let state = client.request("tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(state["result"]["status"], "input_required", "{state}");
+
+    // Another host takes the conversation up, answers, and resumes.
+    let (model, host) = deleting_host(&server.url, vec![text("Deleted.")]).await;
+    let agent = host.agent().await.unwrap();
+    let mut conversation = Conversation::from_json(&saved).unwrap();
+    let answer = json!({ "action": "accept", "content": { "confirm": true } });
+    conversation
+        .answer_input("c1", [("confirm".to_owned(), answer)].into())
+        .unwrap();
+    let done = agent
+        .resume(&mut conversation, &RunOptions::default(), &mut |_| {})
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(done.text, "Deleted.", "{done:?}");
+    assert_eq!(done.executions[0].output, "deleted e.txt", "{done:?}");
+    // The model was asked once, by the resumed host, after the result.
+    assert_eq!(model.requests().len(), 1);
+    // The answer went to the task left upstream, which finished with it (a call made again
+    // would have been a new task, and left this one asking).
+    let state = client.request("tasks/get", json!({ "taskId": task })).await;
+    assert_eq!(state["result"]["status"], "completed", "{state}");
+    assert_eq!(
+        state["result"]["result"]["content"][0]["text"], "deleted e.txt",
+        "{state}"
+    );
+    host.shutdown().await;
+}
+
+/// The first string under `key` anywhere in `value`.
+fn find_key(value: &serde_json::Value, key: &str) -> Option<String> {
+    match value {
+        serde_json::Value::Object(map) => map
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| map.values().find_map(|v| find_key(v, key))),
+        serde_json::Value::Array(items) => items.iter().find_map(|v| find_key(v, key)),
+        _ => None,
+    }
 }

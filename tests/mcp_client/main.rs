@@ -15,6 +15,7 @@ mod host_mcp;
 mod lifecycle;
 mod local;
 mod mixed;
+mod reconnect;
 mod relay;
 mod time;
 mod tls;

@@ -198,7 +198,7 @@ fn call_lines(count: usize) -> Vec<u8> {
 }
 
 /// The resident memory of process `pid`, in KiB.
-fn resident_kib(pid: u32) -> u64 {
+pub(crate) fn resident_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()

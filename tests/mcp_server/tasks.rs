@@ -233,6 +233,52 @@ async fn a_task_keeps_the_manifests_ttl_and_shows_its_progress_then_its_result()
     assert!(failed.get("result").is_none(), "{failed}");
 }
 
+/// The tasks extension (SEP-2663, Final) has no TTL a client asks for: "The `task` parameter
+/// on `CallToolRequest` is removed; servers MUST ignore it". A client that still sends the
+/// 2025-11-25 `task: {ttl}` gets the manifest's TTL, in memory and in Redis, and the task is
+/// gone once it has run out.
+#[tokio::test]
+async fn a_task_keeps_the_manifests_ttl_whatever_the_client_asks_then_is_gone() {
+    require_guests();
+    let manifest = ManifestFile::new(&format!(
+        "[components.conformance]\npath = {MCP_CONFORMANCE:?}\nresources = []\nprompts = []\n\
+         {TASK_TOOLS_MANIFEST}\n[mcp.tasks]\nttl = \"3s\"\npoll_interval = \"100ms\"\n"
+    ));
+    let redis = Redis::start();
+    let store = redis.url();
+    for args in [
+        vec![manifest.arg()],
+        vec![manifest.arg(), "--task-store", &store],
+    ] {
+        let server = HttpServer::start(&args, &[]).await;
+        let mut client = tasks_client(&server, &[]).await;
+        // Asks for far less than the manifest's 3 s, and for far more: neither is heard.
+        for asked in [200, 86_400_000] {
+            let call = json!({
+                "name": "slow_compute",
+                "arguments": { "seconds": 0 },
+                "task": { "ttl": asked },
+            });
+            let created = client.request("tools/call", call).await;
+            let id = task_id(&created);
+            assert_eq!(created["result"]["ttlMs"], 3000, "{created}");
+            let done = poll(&mut client, &id, |s| s["status"] != "working").await;
+            assert_eq!(done["status"], "completed", "{done}");
+            assert_eq!(done["ttlMs"], 3000, "{done}");
+            // Past its TTL the task is gone: an unknown task, as an id that never was.
+            let gone = loop {
+                let answer = client.request("tasks/get", json!({ "taskId": id })).await;
+                if answer.get("error").is_some() {
+                    break answer;
+                }
+                assert_eq!(answer["result"]["status"], "completed", "{answer}");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            };
+            assert_eq!(gone["error"]["code"], -32602, "{gone}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_cancelled_task_stops_its_instance_and_asks_are_answered_by_update() {
     let manifest = task_manifest("[audit]\npath = \"audit.jsonl\"\n");
@@ -386,4 +432,118 @@ async fn tasks_run_on_stdio_too() {
         greeted["result"]["content"][0]["text"], "Hello, stdio!",
         "{greeted}"
     );
+}
+
+/// One caller's storm: `pollers` at once on `client`'s session, each polling task `id`
+/// `polls` times back to back. Every answer is the task, still working, or a 429 of the
+/// caller's rate (`[mcp.per_caller]`) with `Retry-After`; how many of each.
+async fn storm(client: &HttpClient, id: &str, pollers: usize, polls: usize) -> (usize, usize) {
+    let poller = |n: usize| async move {
+        let (mut answered, mut refused) = (0, 0);
+        for i in 0..polls {
+            let message = json!({
+                "jsonrpc": "2.0",
+                "id": n * polls + i,
+                "method": "tasks/get",
+                "params": { "taskId": id },
+            });
+            let response = client.post(&message).send().await.unwrap();
+            let status = response.status();
+            let retry_after = response.headers().get("retry-after").is_some();
+            let text = response.text().await.unwrap();
+            if status == 429 {
+                assert!(retry_after, "a 429 without Retry-After: {text}");
+                refused += 1;
+                continue;
+            }
+            assert!(status.is_success(), "HTTP {status}: {text}");
+            let state = toolhost_tests::mcp::messages(&text).remove(0);
+            assert_eq!(state["result"]["status"], "working", "{state}");
+            answered += 1;
+        }
+        (answered, refused)
+    };
+    let counts = futures::future::join_all((0..pollers).map(poller)).await;
+    counts
+        .into_iter()
+        .fold((0, 0), |(a, r), (answered, refused)| {
+            (a + answered, r + refused)
+        })
+}
+
+/// A caller that polls its working task as hard as it can (64 requests at once, again and
+/// again) is answered each time, or refused with 429 past its rate, while the server's
+/// memory stays where it was and another caller's task is polled to its result, never
+/// refused; with the tasks in memory and in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polling_storm_is_answered_or_refused_without_growing_memory_or_starving_another() {
+    let key = SigningKey::new("k1");
+    let issuer = TestIssuer::start(&[&key]).await;
+    let extra = format!(
+        "[mcp.auth]\nissuer = {:?}\nresource = {RESOURCE:?}\nscopes = [\"mcp:tools\"]\n\n\
+         [mcp.per_caller]\nrate = 100\nburst = 100\n",
+        issuer.url()
+    );
+    let manifest = task_manifest(&extra);
+    let redis = Redis::start();
+    let store = redis.url();
+    for args in [
+        vec![manifest.arg()],
+        vec![manifest.arg(), "--task-store", &store],
+    ] {
+        let server = HttpServer::start(&args, &[]).await;
+        let pid = server.child.id().unwrap();
+        let bearer = |sub: &str| {
+            let token = key.sign(&issuer.claims(|claims| claims["sub"] = json!(sub)));
+            [("authorization", format!("Bearer {token}"))]
+        };
+        let mut alice = tasks_client(&server, &bearer("alice")).await;
+        let mut bob = tasks_client(&server, &bearer("bob")).await;
+        let id = task_id(&alice.call("slow_compute", json!({ "seconds": 600 })).await);
+        // A first storm, so that what the server sets up once (connections, buffers,
+        // the limiter's entry) is there before the memory is read.
+        storm(&alice, &id, 64, 10).await;
+        let before = super::abuse::resident_kib(pid);
+
+        let bobs = task_id(&bob.call("slow_compute", json!({ "seconds": 2 })).await);
+        let quiet = async {
+            let mut polls = 0;
+            loop {
+                // Any refusal fails here: `request` wants a success.
+                let state = bob.request("tasks/get", json!({ "taskId": bobs })).await;
+                polls += 1;
+                if state["result"]["status"] != "working" {
+                    return (state, polls);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        let ((answered, refused), (bobs_end, bob_polls)) =
+            tokio::join!(storm(&alice, &id, 64, 40), quiet);
+        let after = super::abuse::resident_kib(pid);
+        eprintln!(
+            "{}: storm of {} polls: {answered} answered, {refused} refused (429); bob's {bob_polls} \
+             polls all answered; resident {before} KiB before, {after} KiB after",
+            if args.len() == 1 { "memory" } else { "Redis" },
+            64 * 40
+        );
+        assert_eq!(answered + refused, 64 * 40);
+        assert!(
+            answered > 0 && refused > 0,
+            "{answered} answered, {refused} refused"
+        );
+        assert_eq!(bobs_end["result"]["status"], "completed", "{bobs_end}");
+        assert_eq!(
+            bobs_end["result"]["result"]["content"][0]["text"], "computed unlabelled in 2 s",
+            "{bobs_end}"
+        );
+        // 2,560 polls leave no trace: a kilobyte kept per poll would be 2.5 MiB.
+        assert!(
+            after < before + 2 * 1024,
+            "resident memory grew from {before} KiB to {after} KiB over the storm"
+        );
+        // The task the storm polled is as it was.
+        let state = alice.request("tasks/get", json!({ "taskId": id })).await;
+        assert_eq!(state["result"]["status"], "working", "{state}");
+    }
 }

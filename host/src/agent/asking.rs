@@ -34,6 +34,10 @@ pub struct AskingCall {
     pub requests: BTreeMap<String, InputRequest>,
     /// The tool's state, given back to it with the answers.
     state: Option<String>,
+    /// The MCP server's task the call waits in, which the answers go to (kept with the
+    /// paused run, so that resuming follows the task instead of calling the tool again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<String>,
     /// How many times the call has asked so far.
     asks: usize,
     /// The answer, once given.
@@ -58,6 +62,8 @@ pub enum InputAnswer {
 pub(crate) struct Answers {
     pub responses: BTreeMap<String, Value>,
     pub state: Option<String>,
+    /// The MCP server's task the call waits in.
+    pub task: Option<String>,
     /// How many times it asked before.
     pub asks: usize,
 }
@@ -71,6 +77,7 @@ impl AskingCall {
             arguments: call.arguments.clone(),
             requests: asked.requests,
             state: asked.state,
+            task: asked.task,
             asks: asks + 1,
             answer: None,
         }
@@ -122,6 +129,7 @@ impl AskingCall {
             Some(InputAnswer::Given(responses)) => Ok(Answers {
                 responses: responses.clone(),
                 state: self.state.clone(),
+                task: self.task.clone(),
                 asks: self.asks,
             }),
             Some(InputAnswer::Refused(reason)) => Err(Box::new(self.ended(call, round, reason))),

@@ -124,6 +124,7 @@ async fn execute_one(
         asker: context.asker.clone(),
         input_responses: answers.responses,
         request_state: answers.state,
+        task: answers.task,
         caller: context.caller.clone(),
     };
     let result = toolbox

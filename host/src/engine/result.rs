@@ -200,6 +200,7 @@ pub(crate) fn input_required(
     Ok(InputRequired {
         requests,
         state: asked.state,
+        task: None,
     })
 }
 

@@ -366,6 +366,17 @@ impl Shared {
         }
     }
 
+    /// The name the server knows tool `tool` by.
+    fn own_name(&self, tool: &str) -> String {
+        self.tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .own_names
+            .get(tool)
+            .cloned()
+            .unwrap_or_else(|| tool.to_owned())
+    }
+
     async fn call(
         self: &Arc<Self>,
         tool: &str,
@@ -373,14 +384,7 @@ impl Shared {
         context: &CallContext,
     ) -> Result<ToolOutput, CallError> {
         let started = Instant::now();
-        let own = self
-            .tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .own_names
-            .get(tool)
-            .cloned()
-            .unwrap_or_else(|| tool.to_owned());
+        let own = self.own_name(tool);
         let unavailable = |message: String| CallError::Unavailable {
             tool: tool.to_owned(),
             message,
@@ -436,9 +440,13 @@ impl Shared {
                 output.map(|output| ToolOutput { reports, ..output })
             }
             Ok(relay::Answer::Asks(asked)) => {
-                let input_required = result::input_required(tool, asked)?;
                 let mut output = ToolOutput::text("", started.elapsed());
-                output.input_required = Some(input_required);
+                output.input_required = Some(result::input_required(tool, asked)?);
+                Ok(ToolOutput { reports, ..output })
+            }
+            Ok(relay::Answer::TaskAsks { task, requests }) => {
+                let mut output = ToolOutput::text("", started.elapsed());
+                output.input_required = Some(result::task_asks(tool, task, requests)?);
                 Ok(ToolOutput { reports, ..output })
             }
             Err(error) => Err(self.failed(tool, &connection, error).await),

@@ -322,6 +322,13 @@ pub(super) enum Answer {
     /// With an input-required result (2026-07-28) for a call that has nobody to ask: the
     /// caller takes the requests, and calls again with the answers and the state.
     Asks(rmcp::model::InputRequiredResult),
+    /// With what the server's task for the call asks (the MCP tasks extension), for a call
+    /// that has nobody to ask: the caller takes the requests, and sends the answers to the
+    /// task (its next round has the task's id in its context) instead of calling again.
+    TaskAsks {
+        task: String,
+        requests: rmcp::model::InputRequests,
+    },
 }
 
 /// Sends `params` as a `tools/call` and waits for its result, while what the server reports
@@ -339,6 +346,17 @@ pub(super) async fn call_tool(
     context: &CallContext,
 ) -> (Result<Answer, ServiceError>, ReportCounts) {
     let call = calls.begin(tool, context);
+    let target = call.target();
+    let ask = asker(&target, handler);
+    let answer: tasks::Answer<'_> = context.asker.is_some().then_some(&ask as _);
+    // The call waits in a task of the server's that asked for these answers (its caller
+    // paused): they go to the task, which is followed from there; the tool is not called
+    // again.
+    if let Some(task) = &context.task {
+        let responses = context.input_responses.clone();
+        let followed = tasks::resume(peer, task.clone(), responses, answer).await;
+        return (followed.map(Answer::from), call.finish());
+    }
     let mut quiet_rounds = 0;
     for _ in 0..MAX_INPUT_ROUNDS {
         let asked = match send(peer, &call, params.clone()).await {
@@ -348,23 +366,8 @@ pub(super) async fn call_tool(
             }
             // The server runs the call as a task: followed to its end.
             Ok(ServerResult::CreateTaskResult(created)) => {
-                let target = call.target();
-                let ask = |request| -> futures::future::BoxFuture<'_, Result<Value, ErrorData>> {
-                    match &target {
-                        Ok(target) => handler.answer_input(target, request),
-                        Err(why) => {
-                            let why = format!(
-                                "toolhost cannot answer the server's request for input: {why}"
-                            );
-                            Box::pin(std::future::ready(Err(ErrorData::internal_error(
-                                why, None,
-                            ))))
-                        }
-                    }
-                };
-                let answer: tasks::Answer<'_> = context.asker.is_some().then_some(&ask as _);
                 let followed = tasks::follow(peer, created.task, answer).await;
-                return (followed.map(Answer::Done), call.finish());
+                return (followed.map(Answer::from), call.finish());
             }
             // A server may answer a tool that returns nothing with an empty result.
             Ok(ServerResult::EmptyResult(_)) => {
@@ -386,17 +389,9 @@ pub(super) async fn call_tool(
             tokio::time::sleep(Duration::from_millis(50 << quiet_rounds.min(2))).await;
             quiet_rounds += 1;
         }
-        let target = call.target();
         let mut answers = rmcp::model::InputResponses::new();
         for (key, request) in requests {
-            let answer = match &target {
-                Ok(target) => handler.answer_input(target, request).await,
-                Err(why) => Err(ErrorData::internal_error(
-                    format!("toolhost cannot answer the server's request for input: {why}"),
-                    None,
-                )),
-            };
-            match answer {
+            match ask(request).await {
                 Ok(answer) => answers.insert(key, answer),
                 Err(error) => return (Err(ServiceError::McpError(error)), call.finish()),
             };
@@ -409,6 +404,34 @@ pub(super) async fn call_tool(
         Err(ServiceError::InputRequiredRoundsExceeded { max_rounds }),
         call.finish(),
     )
+}
+
+/// Who answers a request for input of a call to `target`: `handler`, under the connection's
+/// grants; an error saying why when the call has nobody to ask.
+fn asker<'a: 'b, 'b>(
+    target: &'a Result<Target, String>,
+    handler: &'a dyn AnswersInput,
+) -> impl Fn(rmcp::model::InputRequest) -> futures::future::BoxFuture<'b, Result<Value, ErrorData>>
++ Sync
++ 'a {
+    move |request| match target {
+        Ok(target) => handler.answer_input(target, request),
+        Err(why) => {
+            let why = format!("toolhost cannot answer the server's request for input: {why}");
+            Box::pin(std::future::ready(Err(ErrorData::internal_error(
+                why, None,
+            ))))
+        }
+    }
+}
+
+impl From<tasks::Followed> for Answer {
+    fn from(followed: tasks::Followed) -> Self {
+        match followed {
+            tasks::Followed::Done(result) => Self::Done(result),
+            tasks::Followed::Asks { task, requests } => Self::TaskAsks { task, requests },
+        }
+    }
 }
 
 /// One round of a call: `params` sent as a `tools/call`, and the answer.

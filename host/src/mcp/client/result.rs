@@ -34,6 +34,22 @@ pub(crate) fn input_required(
     Ok(InputRequired {
         requests,
         state: asked.request_state,
+        task: None,
+    })
+}
+
+/// What a server's task for a call asks (the MCP tasks extension), as the host passes it to
+/// its caller: the requests, and the task's id, to which the answers go.
+pub(crate) fn task_asks(
+    tool: &str,
+    task: String,
+    requests: rmcp::model::InputRequests,
+) -> Result<InputRequired, CallError> {
+    let asked = rmcp::model::InputRequiredResult::new(Some(requests), None);
+    let asked = input_required(tool, asked)?;
+    Ok(InputRequired {
+        task: Some(task),
+        ..asked
     })
 }
 

@@ -3,14 +3,18 @@
 //! `tasks/get` until it ends, at the interval the server suggests (at least [`FLOOR`], then
 //! longer each poll that finds it unchanged, up to [`CEILING`]); what the task asks for
 //! (`input_required`) is answered by the call's asker and sent with `tasks/update`; a call
-//! given up on (its timeout, its caller) sends `tasks/cancel`.
+//! given up on (its timeout, its caller) sends `tasks/cancel`. A poll that does not get
+//! through (a connection cut, a replica gone behind a balancer) is tried again at the next
+//! wait, up to [`RETRIES`] in a row. A call with nobody to ask ends
+//! with the task's questions and its id, which its caller (a paused run) keeps: the next
+//! round of the call sends the answers to that task and follows it ([`resume`]).
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResult, CancelTaskParams, CancelTaskRequest, ClientRequest, ErrorData, GetTaskParams,
-    GetTaskRequest, InputRequest, InputResponses, ServerResult, Task, TaskPayload,
+    GetTaskRequest, InputRequest, InputRequests, InputResponses, ServerResult, Task, TaskPayload,
     UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -22,40 +26,107 @@ const FLOOR: Duration = Duration::from_millis(20);
 /// The longest wait between two polls, however long the task has been unchanged.
 const CEILING: Duration = Duration::from_secs(5);
 
+/// How many polls in a row may fail to get through before the call fails with the last
+/// one's error.
+const RETRIES: usize = 5;
+
 /// Answers one of the task's requests for input (the call's asker, under the connection's
 /// grants); `None` when the call has nobody to ask.
 pub(super) type Answer<'a> =
     Option<&'a (dyn Fn(InputRequest) -> BoxFuture<'a, Result<Value, ErrorData>> + Sync)>;
 
-/// Follows `task` to its end: its result, or the error it failed with.
+/// How following a task ended.
+pub(super) enum Followed {
+    /// With the task's result.
+    Done(CallToolResult),
+    /// With what the task asks for, when the call has nobody to ask: the task stays as it
+    /// is on the server, for the call's caller (a paused run) to answer with [`resume`].
+    Asks {
+        task: String,
+        requests: InputRequests,
+    },
+}
+
+/// Follows `task` to its end: its result, what it asks for (when nobody here can answer),
+/// or the error it failed with.
 pub(super) async fn follow(
     peer: &Peer<RoleClient>,
     task: Task,
     answer: Answer<'_>,
-) -> Result<CallToolResult, ServiceError> {
-    let id = task.task_id.clone();
-    let mut cancel = CancelOnDrop(Some((peer.clone(), id.clone())));
+) -> Result<Followed, ServiceError> {
     let suggested = interval(task.poll_interval_ms);
-    let mut wait = suggested;
-    let mut last = task.last_updated_at;
+    poll(
+        peer,
+        task.task_id,
+        suggested,
+        Some(task.last_updated_at),
+        answer,
+    )
+    .await
+}
+
+/// Goes on with task `id`, which asked for input when the call had nobody to ask (its
+/// caller paused and kept the task's id): `responses` go to it with `tasks/update`, and the
+/// task is followed from there as by [`follow`].
+pub(super) async fn resume(
+    peer: &Peer<RoleClient>,
+    id: String,
+    responses: InputResponses,
+    answer: Answer<'_>,
+) -> Result<Followed, ServiceError> {
+    let mut cancel = CancelOnDrop(Some((peer.clone(), id.clone())));
+    let params = UpdateTaskParams::new(&id, responses);
+    let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
+    peer.send_request(request).await?;
+    cancel.0 = None;
+    poll(peer, id, FLOOR, None, answer).await
+}
+
+/// Polls task `id` with `tasks/get`, first after `wait`, until it ends or asks what nobody
+/// here can answer; `last` is when it last changed, as far as this call has seen.
+async fn poll(
+    peer: &Peer<RoleClient>,
+    id: String,
+    mut wait: Duration,
+    mut last: Option<String>,
+    answer: Answer<'_>,
+) -> Result<Followed, ServiceError> {
+    let mut cancel = CancelOnDrop(Some((peer.clone(), id.clone())));
+    let mut suggested = wait;
+    let mut unsent = 0;
     loop {
         tokio::time::sleep(wait).await;
         let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(&id)));
-        let ServerResult::GetTaskResult(got) = peer.send_request(request).await? else {
+        let got = match peer.send_request(request).await {
+            // A poll that did not get through (a connection cut, a replica gone behind a
+            // balancer) is tried again: the task goes on on the server, and a poll changes
+            // nothing there. Only so often in a row, and no sooner than the next wait.
+            Err(ServiceError::TransportSend(error)) if unsent < RETRIES => {
+                unsent += 1;
+                tracing::debug!(task = %id, "a poll of the task did not get through: {error}");
+                wait = (wait * 2).min(CEILING.max(suggested));
+                continue;
+            }
+            got => got?,
+        };
+        unsent = 0;
+        let ServerResult::GetTaskResult(got) = got else {
             return Err(ServiceError::UnexpectedResponse);
         };
         let detailed = got.task;
         // Unchanged: wait longer next time; changed: back to what the server suggests.
-        wait = if detailed.task.last_updated_at == last {
+        wait = if last.as_ref() == Some(&detailed.task.last_updated_at) {
             (wait * 3 / 2).min(CEILING.max(suggested))
         } else {
-            interval(detailed.task.poll_interval_ms)
+            suggested = interval(detailed.task.poll_interval_ms);
+            suggested
         };
-        last = detailed.task.last_updated_at.clone();
+        last = Some(detailed.task.last_updated_at.clone());
         match detailed.payload {
             TaskPayload::Completed { result } => {
                 cancel.0 = None;
                 return serde_json::from_value(Value::Object(result))
+                    .map(Followed::Done)
                     .map_err(|_| ServiceError::UnexpectedResponse);
             }
             TaskPayload::Failed { error } => {
@@ -73,24 +144,38 @@ pub(super) async fn follow(
             }
             TaskPayload::InputRequired { input_requests } => {
                 let Some(answer) = answer else {
-                    let error = ErrorData::internal_error(
-                        "the server's task asks for input, and this call has nobody to ask",
-                        None,
-                    );
-                    return Err(ServiceError::McpError(error));
+                    // Nobody here to ask: the task waits on the server for the caller's
+                    // answers, so it is not cancelled.
+                    cancel.0 = None;
+                    return Ok(Followed::Asks {
+                        task: id,
+                        requests: input_requests,
+                    });
                 };
-                let mut answers = InputResponses::new();
-                for (key, request) in input_requests {
-                    answers.insert(key, answer(request).await.map_err(ServiceError::McpError)?);
-                }
-                let params = UpdateTaskParams::new(&id, answers);
-                let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
-                peer.send_request(request).await?;
+                answer_all(peer, &id, input_requests, answer).await?;
                 wait = FLOOR;
             }
             _ => {}
         }
     }
+}
+
+/// Answers each of `requests` of task `id` with `answer`, and sends the answers with
+/// `tasks/update`.
+async fn answer_all<'a>(
+    peer: &Peer<RoleClient>,
+    id: &str,
+    requests: InputRequests,
+    answer: &'a (dyn Fn(InputRequest) -> BoxFuture<'a, Result<Value, ErrorData>> + Sync),
+) -> Result<(), ServiceError> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        answers.insert(key, answer(request).await.map_err(ServiceError::McpError)?);
+    }
+    let params = UpdateTaskParams::new(id, answers);
+    let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
+    peer.send_request(request).await?;
+    Ok(())
 }
 
 /// The server's suggested interval, within [`FLOOR`] and [`CEILING`]; a second when it

@@ -90,6 +90,7 @@ fn question(tool: &str, arguments: &Arguments) -> InputRequired {
     InputRequired {
         requests: BTreeMap::from([(KEY.to_owned(), request)]),
         state: Some(ASKED.to_owned()),
+        task: None,
     }
 }
 
@@ -164,6 +165,7 @@ mod tests {
             let asked = keep_approved(InputRequired {
                 requests: BTreeMap::new(),
                 state: own.clone(),
+                task: None,
             });
             let mut next = Input {
                 responses: BTreeMap::new(),

@@ -494,6 +494,7 @@ mod tests {
             ]
             .into(),
             state: None,
+            task: None,
         };
         let roots: ClientCapabilities =
             serde_json::from_value(json!({"roots": {}})).unwrap_or_default();

@@ -61,6 +61,7 @@ impl McpServer {
             asker: call.asker.take(),
             input_responses: std::mem::take(&mut call.input.responses),
             request_state: call.input.state.take(),
+            task: None,
             caller: call.caller.clone(),
         }
     }
