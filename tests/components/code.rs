@@ -11,13 +11,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::json;
 use tokio::sync::OnceCell;
-use toolhost::code::ToolboxCalls;
+use toolhost::code::{Language, ToolboxCalls};
 use toolhost::sandbox::{NestedCalls, NestedErrorKind, NestedOutcome, ProgramLimits};
 use toolhost::{
     CallContext, CallError, CodeRunner, ComponentConfig, Limits, LoadError, ProgramError,
     ProgramRun, TimeLimit, Toolbox,
 };
-use toolhost_tests::components::{CALCULATOR, MISBEHAVE, RUNNER_JS};
+use toolhost_tests::components::{CALCULATOR, MISBEHAVE, RUNNER_JS, WEATHER};
 use toolhost_tests::{runtime, scripted};
 
 /// The JavaScript runner, loaded once for the binary.
@@ -33,7 +33,7 @@ async fn runner() -> &'static CodeRunner {
 }
 
 /// The calculator and the misbehaving tools, in one toolbox.
-async fn toolbox() -> Arc<Toolbox> {
+pub(super) async fn toolbox() -> Arc<Toolbox> {
     static TOOLBOX: OnceLock<Arc<Toolbox>> = OnceLock::new();
     if let Some(toolbox) = TOOLBOX.get() {
         return toolbox.clone();
@@ -50,7 +50,7 @@ async fn toolbox() -> Arc<Toolbox> {
 }
 
 /// The program's calls, of every tool of the toolbox but `env`.
-async fn calls() -> Arc<dyn NestedCalls> {
+pub(super) async fn calls() -> Arc<dyn NestedCalls> {
     let toolbox = toolbox().await;
     let offered: BTreeSet<String> = toolbox
         .names()
@@ -64,7 +64,7 @@ async fn calls() -> Arc<dyn NestedCalls> {
     Arc::new(ToolboxCalls::new(toolbox, offered, context))
 }
 
-fn limits() -> Limits {
+pub(super) fn limits() -> Limits {
     Limits {
         cpu_time: Duration::from_secs(2),
         ..Limits::default()
@@ -128,10 +128,10 @@ async fn a_program_calls_tools_loops_and_returns_only_what_it_wants() {
 }
 
 /// Counts the calls running at once, around the toolbox's.
-struct Concurrency {
-    inner: Arc<dyn NestedCalls>,
-    running: Arc<AtomicUsize>,
-    most: Arc<AtomicUsize>,
+pub(super) struct Concurrency {
+    pub(super) inner: Arc<dyn NestedCalls>,
+    pub(super) running: Arc<AtomicUsize>,
+    pub(super) most: Arc<AtomicUsize>,
 }
 
 impl NestedCalls for Concurrency {
@@ -436,14 +436,15 @@ async fn a_program_that_does_not_compile_says_where() {
 }
 
 #[tokio::test]
-async fn a_runner_that_imports_wasi_is_refused_at_load() {
-    // A tool component imports WASI: as a runner it would have more than the tools.
-    let error = CodeRunner::load(&runtime(), CALCULATOR)
+async fn a_runner_that_imports_more_than_its_world_is_refused_at_load() {
+    // This tool component imports wasi:http: as a runner it would have more than the tools.
+    let error = CodeRunner::load(&runtime(), WEATHER)
         .await
         .expect_err("a tool component is no code runner");
     match &error {
         LoadError::WrongWorld { problem, .. } => {
-            assert!(problem.contains("wasi:"), "{problem}");
+            assert!(problem.contains("wasi:http/outgoing-handler"), "{problem}");
+            assert!(problem.contains("wasi:http/types"), "{problem}");
             assert!(
                 problem.contains("may import only toolhost:code"),
                 "{problem}"
@@ -451,4 +452,9 @@ async fn a_runner_that_imports_wasi_is_refused_at_load() {
         }
         other => panic!("expected a wrong world, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn the_javascript_runner_declares_its_language() {
+    assert_eq!(runner().await.language(), Language::JavaScript);
 }

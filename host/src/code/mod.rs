@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use crate::engine::runner::{LANGUAGE_SECTION, Language, WASI_ALLOWED};
 pub use calls::ToolboxCalls;
 pub(crate) use calls::{nested_id, not_offered, outcome};
 pub use signatures::signature;
@@ -130,6 +131,11 @@ impl CodeMode {
         &self.config
     }
 
+    /// The language programs are written in: the runner's.
+    pub fn language(&self) -> Language {
+        self.runner.language()
+    }
+
     /// The tool's name.
     pub fn tool(&self) -> &str {
         &self.config.tool
@@ -141,13 +147,16 @@ impl CodeMode {
     pub fn spec(&self, tools: &[&ToolSpec]) -> ToolSpec {
         ToolSpec {
             name: self.config.tool.clone(),
-            description: description(tools, self.config.max_description),
+            description: description(self.language(), tools, self.config.max_description),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "code": {
                         "type": "string",
-                        "description": "The program: the body of an async JavaScript function that calls the tools and returns the answer's data."
+                        "description": format!(
+                            "The program: the body of an async {} function that calls the tools and returns the answer's data.",
+                            self.language()
+                        )
                     }
                 },
                 "required": ["code"],
@@ -190,19 +199,12 @@ fn bytes(size: u64) -> usize {
     usize::try_from(size).unwrap_or(usize::MAX)
 }
 
-/// How a program is written, then the tools' signatures, within `max` bytes.
-fn description(tools: &[&ToolSpec], max: usize) -> String {
-    let mut text = String::from(
-        "Runs a JavaScript program in a sandbox and returns what it returns. Use it to call the \
-         tools below in one step: in a loop, one call's result feeding the next, many calls at \
-         once. The program is the body of an async function: call a tool with \
-         `await tools.NAME({...})`, run calls that do not depend on each other with \
-         `await Promise.all([...])`, print with `console.log`, and `return` only the data the \
-         answer needs (it comes back as JSON; a program of one expression returns its value). A tool returns its typed result (an object) when \
-         it declares one, else its text. A failed call throws a ToolError with `kind` \
-         (not-offered, invalid-arguments, denied, failed) and `message`; catch it to go on. \
-         There is no file system, network or clock: only the tools.\n\nTools:\n",
-    );
+/// How a program is written in `language`, then the tools' signatures, within `max` bytes.
+fn description(language: Language, tools: &[&ToolSpec], max: usize) -> String {
+    let mut text = String::from(match language {
+        Language::JavaScript => JAVASCRIPT_GUIDE,
+        Language::Python => PYTHON_GUIDE,
+    });
     let mut left_out = 0;
     for spec in tools {
         let signature = signature(spec);
@@ -220,3 +222,30 @@ fn description(tools: &[&ToolSpec], max: usize) -> String {
     }
     text.trim_end().to_owned()
 }
+
+/// How to write a JavaScript program, for the model (`code-runners/runner-js`).
+const JAVASCRIPT_GUIDE: &str = "Runs a JavaScript program in a sandbox and returns what it \
+    returns. Use it to call the tools below in one step: in a loop, one call's result feeding \
+    the next, many calls at once. The program is the body of an async function: call a tool \
+    with `await tools.NAME({...})`, run calls that do not depend on each other with \
+    `await Promise.all([...])`, print with `console.log`, and `return` only the data the \
+    answer needs (it comes back as JSON; a program of one expression returns its value). A \
+    tool returns its typed result (an object) when it declares one, else its text. A failed \
+    call throws a ToolError with `kind` (not-offered, invalid-arguments, denied, failed) and \
+    `message`; catch it to go on. There is no file system, network or clock: only the \
+    tools.\n\nTools:\n";
+
+/// How to write a Python program, for the model (`code-runners/runner-py`). The signatures
+/// below it stay in TypeScript's notation, which says the argument and result types exactly.
+const PYTHON_GUIDE: &str = "Runs a Python program in a sandbox and returns what it returns. \
+    Use it to call the tools below in one step: in a loop, one call's result feeding the next, \
+    many calls at once. The program is the body of an async function: call a tool with \
+    keyword arguments, `await tools.NAME(arg=value, ...)`, run calls that do not depend on \
+    each other with `await asyncio.gather(...)`, print with `print`, and `return` only the \
+    data the answer needs (it comes back as JSON; a program of one expression returns its \
+    value). A tool returns its typed result (a dict) when it declares one, else its text. A \
+    failed call raises a ToolError with `kind` (not-offered, invalid-arguments, denied, \
+    failed) and `message`; catch it to go on. `json`, `re`, `math`, `statistics`, `csv`, \
+    `datetime`, `collections` and `itertools` can be imported; there is no file system, \
+    network or environment: only the tools. The signatures below are in TypeScript notation: \
+    an object is a dict, an array a list.\n\nTools:\n";
