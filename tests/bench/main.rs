@@ -27,8 +27,8 @@
 //!   with per-caller limits;
 //! - **tasks** (`tasks.rs`): a call run as a task (the create, then `tasks/get` until the
 //!   result) against a plain call, with the tasks in memory and in Redis.
-//! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
-//!   next to a plain call, and a multi-step task's model turns and request bytes with and
+//! - **code_mode** (`code_mode.rs`): one program per language (a fresh JavaScript runner,
+//!   then a fresh Python one, one nested call) next to a plain call, and a multi-step task's model turns and request bytes with and
 //!   without code mode, in both wire formats.
 //! - **telemetry** (`telemetry.rs`): a call with telemetry off, with metrics and unsampled
 //!   traces, and with every call traced and exported over OTLP, side by side.

@@ -6,8 +6,9 @@
 
 use serde_json::{Value, json};
 use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
+use toolhost::code::Language;
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::code_mode::{Sales, code_mode, request_bytes, run};
+use toolhost_tests::code_mode::{Sales, code_mode, code_mode_in, request_bytes, run};
 use toolhost_tests::components::RUNNER_JS;
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
@@ -89,6 +90,53 @@ async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
             request_bytes(&plain),
             request_bytes(&coded)
         );
+    }
+}
+
+/// The same task as the Python program of docs/code-mode.md, with the Python runner: the
+/// model is told to write Python, and the program's calls, output and result are those of
+/// the JavaScript one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_program_of_the_docs_does_the_task_in_two_turns() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let total = sales.total;
+        let toolbox = sales.toolbox(&runtime()).await;
+        let (note, expected_note) = sales.note();
+        let model = ScriptedModel::start(format, sales.as_program_in(Language::Python)).await;
+        let options = RunOptions {
+            code_mode: Some(code_mode_in(&runtime(), Language::Python).await),
+            ..RunOptions::default()
+        };
+        let result = run(&model, toolbox, AgentOptions::default(), &options, None).await;
+        assert_eq!(result.text, sales.answer());
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+
+        let bodies = model.bodies();
+        assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+        let offered = bodies[0].to_string();
+        assert!(offered.contains("Runs a Python program"), "{offered}");
+        assert!(
+            offered.contains("list_files(args: { path: string"),
+            "{offered}"
+        );
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        assert_eq!(report["result"], json!({"files": 3, "total": total}));
+        assert_eq!(report["printed"], "read 3 files\n");
+        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            tools,
+            [
+                "list_files",
+                "read_file",
+                "read_file",
+                "read_file",
+                "write_note"
+            ]
+        );
+        assert_eq!(execution.nested[4].call_id, "p1.4");
+        assert_eq!(model.requests().len(), 2);
     }
 }
 
