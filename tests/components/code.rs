@@ -458,3 +458,32 @@ async fn a_runner_that_imports_more_than_its_world_is_refused_at_load() {
 async fn the_javascript_runner_declares_its_language() {
     assert_eq!(runner().await.language(), Language::JavaScript);
 }
+
+#[tokio::test]
+async fn a_runner_that_names_a_language_the_host_does_not_know_is_refused() {
+    // The JavaScript runner, its language section (code-runners/language.py) replaced.
+    let section = |text: &str| {
+        let name = "toolhost:code/language";
+        let mut payload = vec![u8::try_from(name.len()).unwrap()];
+        payload.extend_from_slice(name.as_bytes());
+        payload.extend_from_slice(text.as_bytes());
+        let mut bytes = vec![0, u8::try_from(payload.len()).unwrap()];
+        bytes.extend(payload);
+        bytes
+    };
+    let mut bytes = std::fs::read(scripted(RUNNER_JS)).unwrap();
+    if bytes.ends_with(&section("javascript")) {
+        bytes.truncate(bytes.len() - section("javascript").len());
+    }
+    bytes.extend(section("cobol"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runner-cobol.wasm");
+    std::fs::write(&path, bytes).unwrap();
+    match CodeRunner::load(&runtime(), &path).await {
+        Err(LoadError::WrongWorld { problem, .. }) => {
+            assert!(problem.contains("the language `cobol`"), "{problem}");
+            assert!(problem.contains("javascript and python"), "{problem}");
+        }
+        other => panic!("expected the language to be refused, got {other:?}"),
+    }
+}

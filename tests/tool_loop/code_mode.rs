@@ -9,7 +9,7 @@ use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
 use toolhost::code::Language;
 use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::code_mode::{Sales, code_mode, code_mode_in, request_bytes, run};
-use toolhost_tests::components::RUNNER_JS;
+use toolhost_tests::components::{RUNNER_JS, RUNNER_PY};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
 
@@ -317,4 +317,37 @@ async fn program_then(format: Format, program: &str, answer: &str) -> ScriptedMo
         ],
     )
     .await
+}
+
+/// `host run` with the Python runner named by the manifest: the model is told to write
+/// Python, and its program runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_with_the_python_runner_runs_a_python_program() {
+    let program = "roots = await asyncio.gather(tools.square_root(x=16), tools.square_root(x=81))\n\
+                   print('roots', roots)\n\
+                   return await tools.add(a=roots[0], b=roots[1])";
+    let model = program_then(Format::Anthropic, program, "It is 13.").await;
+    let manifest = ManifestFile::calculator(&format!(
+        "[code_mode]\nenabled = true\nrunner = {:?}\n",
+        scripted(RUNNER_PY)
+    ));
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .args(["--json", "What is √16 + √81?"])
+        .run()
+        .await;
+    out.assert_success();
+    let bodies = model.bodies();
+    assert_eq!(sent::tools(Format::Anthropic, &bodies[0]), ["run_code"]);
+    let offered = bodies[0].to_string();
+    assert!(offered.contains("Runs a Python program"), "{offered}");
+    assert!(
+        offered.contains("the body of an async Python function"),
+        "{offered}"
+    );
+    let execution = &out.json()["result"]["executions"][0];
+    let report: Value = serde_json::from_str(execution["output"].as_str().unwrap()).unwrap();
+    assert_eq!(report["result"], json!(13.0));
+    assert_eq!(report["printed"], "roots [4.0, 9.0]\n");
 }

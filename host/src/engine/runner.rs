@@ -362,3 +362,55 @@ fn judge(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_may_import_its_world_and_wasi_0_2_s_command_interfaces_only() {
+        for allowed in [
+            "toolhost:code/tools@0.1.0",
+            "wasi:cli/environment@0.2.0",
+            "wasi:sockets/tcp@0.2.9",
+            "wasi:filesystem/preopens@0.2.0",
+        ] {
+            assert!(allowed_import(allowed), "{allowed}");
+        }
+        for refused in [
+            "wasi:http/outgoing-handler@0.2.0",
+            "wasi:cli/environment@0.3.0",
+            "wasi:clix/environment@0.2.0",
+            "wasi:cli",
+            "toolhost:tool/report@0.2.0",
+        ] {
+            assert!(!allowed_import(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_language_is_read_from_the_top_level_section_only() {
+        let section = |name: &str, text: &str| {
+            let mut payload = vec![u8::try_from(name.len()).unwrap()];
+            payload.extend_from_slice(name.as_bytes());
+            payload.extend_from_slice(text.as_bytes());
+            let mut bytes = vec![0, u8::try_from(payload.len()).unwrap()];
+            bytes.extend(payload);
+            bytes
+        };
+        let component = b"\0asm\x0d\0\x01\0".to_vec();
+        assert_eq!(language_section(&component), None);
+        let mut named = component.clone();
+        named.extend(section("other", "python"));
+        named.extend(section(LANGUAGE_SECTION, "python"));
+        assert_eq!(language_section(&named).as_deref(), Some("python"));
+        // A core module inside the component that carries the section names nothing.
+        let mut module = b"\0asm\x01\0\0\0".to_vec();
+        module.extend(section(LANGUAGE_SECTION, "python"));
+        let mut nested = component;
+        nested.push(1); // a core module section
+        nested.push(u8::try_from(module.len()).unwrap());
+        nested.extend(module);
+        assert_eq!(language_section(&nested), None);
+    }
+}
