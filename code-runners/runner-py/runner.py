@@ -226,9 +226,14 @@ class Runner(exports.Runner):
         sys.stdout = sys.stderr = HostOutput()
         try:
             value = asyncio.run(scope[PROGRAM](), loop_factory=EventLoop)
+            # A call returned without `await` (`tools.add(a=1, b=2)` as the whole program):
+            # its result, as JavaScript's async function gives a returned promise's.
+            if isinstance(value, Call):
+                value = value.result()
         except BaseException as error:  # SystemExit too: the program ends, not the runner
             raise Err(RunError_Thrown(described(error)))
         try:
-            return json.dumps(value)
+            # NaN and the infinities are not JSON: refused here, with a reason.
+            return json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as error:
             raise Err(RunError_Thrown(f"the program returned a value that is not JSON: {error}"))

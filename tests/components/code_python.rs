@@ -395,6 +395,9 @@ return seen
 async fn a_program_of_one_expression_returns_its_value() {
     let run = program("await tools.multiply(a=6, b=7)").await;
     assert_eq!(run.result.expect("an expression is a program"), json!(42.0));
+    // A call returned without `await` gives its result, as in JavaScript.
+    let run = program("tools.multiply(a=6, b=7)").await;
+    assert_eq!(run.result.expect("a call is a program"), json!(42.0));
     let run = program("x = await tools.multiply(a=6, b=7)").await;
     assert_eq!(run.result.expect("statements run"), json!(null));
     assert_eq!(run.calls.len(), 1);
@@ -417,9 +420,12 @@ async fn a_program_that_does_not_compile_says_where() {
         }
         other => panic!("expected a thrown error, got {other:?}"),
     }
-    let not_json = program("return {1, 2}").await;
-    match not_json.result {
-        Err(ProgramError::Thrown(message)) => assert!(message.contains("not JSON"), "{message}"),
-        other => panic!("expected a thrown error, got {other:?}"),
+    for not_json in ["return {1, 2}", "return float('nan')"] {
+        match program(not_json).await.result {
+            Err(ProgramError::Thrown(message)) => {
+                assert!(message.contains("not JSON"), "{not_json}: {message}")
+            }
+            other => panic!("{not_json}: expected a thrown error, got {other:?}"),
+        }
     }
 }
