@@ -69,7 +69,13 @@ async fn the_python_runner_declares_its_language_and_the_tool_says_it() {
         "{}",
         spec.description
     );
-    assert!(spec.description.contains("square_root(args:"));
+    // The tools, as Python signatures.
+    assert!(
+        spec.description
+            .contains("async def square_root(*,\n    x: float,"),
+        "{}",
+        spec.description
+    );
     assert_eq!(
         spec.input_schema["properties"]["code"]["description"],
         json!(

@@ -116,10 +116,8 @@ async fn the_python_program_of_the_docs_does_the_task_in_two_turns() {
         assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
         let offered = bodies[0].to_string();
         assert!(offered.contains("Runs a Python program"), "{offered}");
-        assert!(
-            offered.contains("list_files(args: { path: string"),
-            "{offered}"
-        );
+        assert!(offered.contains("async def list_files(*,"), "{offered}");
+        assert!(offered.contains("path: str,"), "{offered}");
         let execution = &result.executions[0];
         let report: Value = serde_json::from_str(&execution.output).unwrap();
         assert_eq!(report["result"], json!({"files": 3, "total": total}));

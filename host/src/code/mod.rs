@@ -20,6 +20,7 @@
 //! ```
 
 mod calls;
+mod python_signatures;
 mod report;
 mod signatures;
 
@@ -31,6 +32,7 @@ use serde_json::{Value, json};
 pub use crate::engine::runner::{LANGUAGE_SECTION, Language, WASI_ALLOWED};
 pub use calls::ToolboxCalls;
 pub(crate) use calls::{nested_id, not_offered, outcome};
+pub use python_signatures::python_signature;
 pub use signatures::signature;
 
 use crate::engine::runner::{CodeRunner, ProgramRun};
@@ -207,7 +209,10 @@ fn description(language: Language, tools: &[&ToolSpec], max: usize) -> String {
     });
     let mut left_out = 0;
     for spec in tools {
-        let signature = signature(spec);
+        let signature = match language {
+            Language::JavaScript => signature(spec),
+            Language::Python => python_signature(spec),
+        };
         if left_out > 0 || text.len() + signature.len() + 2 > max {
             left_out += 1;
             continue;
@@ -235,8 +240,8 @@ const JAVASCRIPT_GUIDE: &str = "Runs a JavaScript program in a sandbox and retur
     `message`; catch it to go on. There is no file system, network or clock: only the \
     tools.\n\nTools:\n";
 
-/// How to write a Python program, for the model (`code-runners/runner-py`). The signatures
-/// below it stay in TypeScript's notation, which says the argument and result types exactly.
+/// How to write a Python program, for the model (`code-runners/runner-py`); the signatures
+/// below it are in Python's notation ([`python_signature`]).
 const PYTHON_GUIDE: &str = "Runs a Python program in a sandbox and returns what it returns. \
     Use it to call the tools below in one step: in a loop, one call's result feeding the next, \
     many calls at once. The program is the body of an async function: call a tool with \
@@ -247,5 +252,6 @@ const PYTHON_GUIDE: &str = "Runs a Python program in a sandbox and returns what 
     failed call raises a ToolError with `kind` (not-offered, invalid-arguments, denied, \
     failed) and `message`; catch it to go on. `json`, `re`, `math`, `statistics`, `csv`, \
     `datetime`, `collections` and `itertools` can be imported; there is no file system, \
-    network or environment: only the tools. The signatures below are in TypeScript notation: \
-    an object is a dict, an array a list.\n\nTools:\n";
+    network or environment: only the tools. In the signatures below an object is a dict of \
+    its fields' types, a `NotRequired` field may be missing, and a tool that takes \
+    `arguments: {...}` takes them as one dict: `tools.NAME({...})`.\n\nTools:\n";
