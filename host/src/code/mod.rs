@@ -52,7 +52,8 @@ pub const DEFAULT_MAX_DESCRIPTION: usize = 16 * 1024;
 /// How code mode is set up: the runner, the tool's name, a program's limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeModeConfig {
-    /// The code runner component (the JavaScript one: `example-tools/dist/runner-js.wasm`).
+    /// The code runner component, whose language programs are written in (JavaScript:
+    /// `example-tools/dist/runner-js.wasm`; Python: `example-tools/dist/runner-py.wasm`).
     pub runner: PathBuf,
     /// The name the model calls the tool by. Default [`DEFAULT_TOOL`].
     pub tool: String,

@@ -176,7 +176,8 @@ impl std::fmt::Debug for CodeRunner {
 pub struct ProgramRun {
     /// The value the program returned, or why there is none.
     pub result: Result<serde_json::Value, ProgramError>,
-    /// What it printed (`console.log`), up to [`ProgramLimits::max_output`].
+    /// What it printed (`console.log` in JavaScript, `print` in Python), up to
+    /// [`ProgramLimits::max_output`].
     pub printed: String,
     /// The tool calls it made, in the order it started them.
     pub calls: Vec<NestedCall>,
