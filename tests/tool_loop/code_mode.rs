@@ -208,6 +208,60 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
     }
 }
 
+/// A Python program that catches the denial of a call needing approval and tries again
+/// forever is ended at the nested-call limit; nothing is written, the run goes on, and the
+/// model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_program_retrying_a_denied_call_forever_ends_at_the_call_limit() {
+    let format = Format::OpenAi;
+    let sales = Sales::new();
+    let toolbox = sales.toolbox(&runtime()).await;
+    let program = r#"
+denied = 0
+while True:
+    try:
+        await tools.write_note(title="again", text="and again")
+    except ToolError as error:
+        if error.kind == "denied":
+            denied += 1
+"#;
+    let model = program_then(format, program, "I could not write it.").await;
+    let agent_options = AgentOptions {
+        approval: ApprovalRules {
+            tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
+            ..ApprovalRules::default()
+        },
+        ..AgentOptions::default()
+    };
+    let options = RunOptions {
+        code_mode: Some(code_mode_in(&runtime(), Language::Python).await),
+        ..RunOptions::default()
+    };
+    let result = run(&model, toolbox, agent_options, &options, None).await;
+    assert_eq!(result.text, "I could not write it.");
+    assert_eq!(
+        std::fs::read_dir(sales.notes.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let execution = &result.executions[0];
+    let report: Value = serde_json::from_str(&execution.output).unwrap();
+    let error = report["error"].as_str().unwrap();
+    assert!(error.contains("more than 100 tool calls"), "{error}");
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 100);
+    assert!(
+        calls.iter().all(|call| call["error"] == "denied"),
+        "{report}"
+    );
+    // The model was told in the next request.
+    assert!(
+        model.bodies()[1]
+            .to_string()
+            .contains("more than 100 tool calls")
+    );
+}
+
 /// `host run` in code mode, turned on by `flag` (else by the manifest's `[code_mode]`),
 /// against a model that writes one program of the calculator's calls.
 async fn host_run_in_code_mode(format: Format, flag: bool) -> toolhost_tests::cli::HostOutput {
