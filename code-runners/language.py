@@ -37,7 +37,11 @@ def main() -> int:
         print(f"usage: language.py RUNNER.wasm {{{'|'.join(sorted(KNOWN))}}}", file=sys.stderr)
         return 2
     path, language = Path(sys.argv[1]), sys.argv[2].encode()
-    component = path.read_bytes()
+    try:
+        component = path.read_bytes()
+    except OSError as error:
+        print(f"error: cannot read the runner {path}: {error.strerror}", file=sys.stderr)
+        return 1
     # A component's preamble: the magic number, then version 0x0d and layer 1.
     if component[:8] != b"\0asm\x0d\0\x01\0":
         print(f"error: {path} is not a WebAssembly component", file=sys.stderr)
