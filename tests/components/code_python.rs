@@ -250,6 +250,21 @@ async fn a_program_waiting_on_its_calls_is_stopped_by_the_wall_clock() {
 }
 
 #[tokio::test]
+async fn a_program_waiting_on_what_nothing_will_finish_is_told_so() {
+    // asyncio's timers work (the loop sleeps); a future no one sets would wait forever.
+    let run = program("await asyncio.sleep(0.01)\nreturn 'slept'").await;
+    assert_eq!(run.result.expect("the program sleeps"), json!("slept"));
+    let run = program("await asyncio.get_running_loop().create_future()").await;
+    match run.result {
+        Err(ProgramError::Thrown(message)) => {
+            assert!(message.contains("nothing will finish"), "{message}")
+        }
+        other => panic!("expected a thrown error, got {other:?}"),
+    }
+    still_serving().await;
+}
+
+#[tokio::test]
 async fn endless_recursion_is_an_error_of_the_program() {
     let run = program("def down(n):\n    return down(n + 1) + 1\nreturn down(0)").await;
     match run.result {
@@ -384,7 +399,10 @@ return seen
     // Leaving the interpreter ends the program, not the host.
     let run = program("import os\nos._exit(3)").await;
     assert!(
-        matches!(run.result, Err(ProgramError::Runner(_))),
+        matches!(
+            run.result,
+            Err(ProgramError::Runner(CallError::Exited { .. }))
+        ),
         "{:?}",
         run.result
     );
