@@ -8,8 +8,10 @@ A call of a tool is the host's: `tools.read_file(path="a.txt")` starts the call 
 returns an awaitable; calls started before the program awaits any of them run at the same time
 (`await asyncio.gather(...)`).
 
-The component imports some WASI interfaces (CPython's runtime needs them, see build.sh), but the
-host grants them nothing: no directory, no environment variable, no socket.
+The component imports WASI's command interfaces (CPython's runtime is linked against them;
+docs/code-mode.md lists them), but the host grants nothing through them: no directory, no
+environment variable, no socket. asyncio runs on a loop of this module's (`EventLoop`), since
+the standard one opens a socket pair.
 """
 
 import ast
