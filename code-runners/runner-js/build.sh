@@ -20,3 +20,5 @@ mkdir -p "$(dirname "$out")"
 cd "$here"
 "$componentize" runner.js --wit "$repo/wit/code" --world-name code-runner \
   --disable http fetch-event random clocks stdio --out "$out"
+# The language, for the host to tell the model (code-runners/language.py).
+python3 "$here/../language.py" "$out" javascript

@@ -1,5 +1,6 @@
-//! Code mode: one program's run (a fresh instance of the JavaScript runner, one nested call of
-//! the calculator's `add`) next to the plain call of `add`, alternating; and the multi-step
+//! Code mode: one program's run per language (a fresh instance of the JavaScript runner, then
+//! of the Python one, one nested call of the calculator's `add`) next to the plain call of
+//! `add`, alternating; and the multi-step
 //! task of `toolhost_tests::code_mode` (list three CSV files, read each, add up a column,
 //! write a note) played by the scripted model in both wire formats, step by step and as one
 //! program: model turns and request bytes side by side.
@@ -7,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use toolhost::code::ToolboxCalls;
+use toolhost::code::{Language, ToolboxCalls};
 use toolhost::{CallContext, ComponentConfig, Toolbox};
-use toolhost_tests::code_mode::{both_ways, code_mode};
+use toolhost_tests::code_mode::{both_ways, code_mode_in};
 use toolhost_tests::components::CALCULATOR;
 use toolhost_tests::model::Format;
 
@@ -23,7 +24,6 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
             .build()
             .await?,
     );
-    let code = code_mode(&bench.runtime).await;
     let offered = toolbox.names().into_iter().collect();
     let calls = Arc::new(ToolboxCalls::new(
         toolbox.clone(),
@@ -32,32 +32,50 @@ pub async fn report(bench: &mut Bench) -> anyhow::Result<()> {
     ));
     let context = CallContext::default();
     let rounds = (bench.iterations / 10).max(bench.scaled(100, 3));
-    let (mut plain, mut programs) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let started = Instant::now();
-        toolbox.call("add", r#"{"a": 1, "b": 2}"#, &context).await?;
-        plain.push(started.elapsed());
-        let started = Instant::now();
-        let run = code
-            .run("return await tools.add({a: 1, b: 2});", calls.clone())
-            .await;
-        programs.push(started.elapsed());
-        anyhow::ensure!(
-            run.result.as_ref().is_ok_and(|value| value == 3),
-            "the program did not return 3: {:?}",
-            run.result
+    let languages = [
+        (
+            Language::JavaScript,
+            "js",
+            "return await tools.add({a: 1, b: 2});",
+        ),
+        (Language::Python, "py", "return await tools.add(a=1, b=2)"),
+    ];
+    for (language, key, program) in languages {
+        let code = code_mode_in(&bench.runtime, language).await;
+        let (mut plain, mut programs) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let started = Instant::now();
+            toolbox.call("add", r#"{"a": 1, "b": 2}"#, &context).await?;
+            plain.push(started.elapsed());
+            let started = Instant::now();
+            let run = code.run(program, calls.clone()).await;
+            programs.push(started.elapsed());
+            // 3 in JavaScript, 3.0 in Python.
+            anyhow::ensure!(
+                run.result
+                    .as_ref()
+                    .is_ok_and(|value| value.as_f64() == Some(3.0)),
+                "the {language} program did not return 3: {:?}",
+                run.result
+            );
+        }
+        let (plain, programs) = (Stats::of(plain), Stats::of(programs));
+        println!();
+        println!(
+            "code mode, {language}: one program next to a plain call ({rounds} of each, \
+             alternating)"
         );
+        plain.row("a call of add");
+        programs.row("  a program calling add once (fresh runner)");
+        let over = ratio(programs.median, plain.median);
+        println!("    {over:.1}x the plain call");
+        // The JavaScript figure keeps the key it had before there was a second language.
+        let name = match language {
+            Language::JavaScript => "code_program_over_call".to_owned(),
+            Language::Python => format!("code_program_over_call_{key}"),
+        };
+        bench.summary.add(&name, format!("{over:.1}"));
     }
-    let (plain, programs) = (Stats::of(plain), Stats::of(programs));
-    println!();
-    println!("code mode: one program next to a plain call ({rounds} of each, alternating)");
-    plain.row("a call of add");
-    programs.row("  a program calling add once (fresh runner)");
-    let over = ratio(programs.median, plain.median);
-    println!("    {over:.1}x the plain call");
-    bench
-        .summary
-        .add("code_program_over_call", format!("{over:.1}"));
 
     println!();
     println!("code mode: the multi-step task (list, read 3 files, sum, write a note)");

@@ -28,9 +28,9 @@
 //! - **tasks** (`tasks.rs`): a call run as a task (the create, then `tasks/get` until the
 //!   result), and one `tasks/get` of a task still working (a poll), each against a plain
 //!   call, with the tasks in memory and in Redis.
-//! - **code_mode** (`code_mode.rs`): one program (a fresh JavaScript runner, one nested call)
-//!   next to a plain call, and a multi-step task's model turns and request bytes with and
-//!   without code mode, in both wire formats.
+//! - **code_mode** (`code_mode.rs`): one program per language (a fresh JavaScript runner,
+//!   then a fresh Python one, one nested call) next to a plain call, and a multi-step task's
+//!   model turns and request bytes with and without code mode, in both wire formats.
 //! - **telemetry** (`telemetry.rs`): a call with telemetry off, with metrics and unsampled
 //!   traces, and with every call traced and exported over OTLP, side by side.
 //!

@@ -11,13 +11,13 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::json;
 use tokio::sync::OnceCell;
-use toolhost::code::ToolboxCalls;
+use toolhost::code::{Language, ToolboxCalls};
 use toolhost::sandbox::{NestedCalls, NestedErrorKind, NestedOutcome, ProgramLimits};
 use toolhost::{
     CallContext, CallError, CodeRunner, ComponentConfig, Limits, LoadError, ProgramError,
     ProgramRun, TimeLimit, Toolbox,
 };
-use toolhost_tests::components::{CALCULATOR, MISBEHAVE, RUNNER_JS};
+use toolhost_tests::components::{CALCULATOR, MISBEHAVE, RUNNER_JS, WEATHER};
 use toolhost_tests::{runtime, scripted};
 
 /// The JavaScript runner, loaded once for the binary.
@@ -33,7 +33,7 @@ async fn runner() -> &'static CodeRunner {
 }
 
 /// The calculator and the misbehaving tools, in one toolbox.
-async fn toolbox() -> Arc<Toolbox> {
+pub(super) async fn toolbox() -> Arc<Toolbox> {
     static TOOLBOX: OnceLock<Arc<Toolbox>> = OnceLock::new();
     if let Some(toolbox) = TOOLBOX.get() {
         return toolbox.clone();
@@ -50,7 +50,7 @@ async fn toolbox() -> Arc<Toolbox> {
 }
 
 /// The program's calls, of every tool of the toolbox but `env`.
-async fn calls() -> Arc<dyn NestedCalls> {
+pub(super) async fn calls() -> Arc<dyn NestedCalls> {
     let toolbox = toolbox().await;
     let offered: BTreeSet<String> = toolbox
         .names()
@@ -64,7 +64,7 @@ async fn calls() -> Arc<dyn NestedCalls> {
     Arc::new(ToolboxCalls::new(toolbox, offered, context))
 }
 
-fn limits() -> Limits {
+pub(super) fn limits() -> Limits {
     Limits {
         cpu_time: Duration::from_secs(2),
         ..Limits::default()
@@ -128,10 +128,10 @@ async fn a_program_calls_tools_loops_and_returns_only_what_it_wants() {
 }
 
 /// Counts the calls running at once, around the toolbox's.
-struct Concurrency {
-    inner: Arc<dyn NestedCalls>,
-    running: Arc<AtomicUsize>,
-    most: Arc<AtomicUsize>,
+pub(super) struct Concurrency {
+    pub(super) inner: Arc<dyn NestedCalls>,
+    pub(super) running: Arc<AtomicUsize>,
+    pub(super) most: Arc<AtomicUsize>,
 }
 
 impl NestedCalls for Concurrency {
@@ -436,19 +436,54 @@ async fn a_program_that_does_not_compile_says_where() {
 }
 
 #[tokio::test]
-async fn a_runner_that_imports_wasi_is_refused_at_load() {
-    // A tool component imports WASI: as a runner it would have more than the tools.
-    let error = CodeRunner::load(&runtime(), CALCULATOR)
+async fn a_runner_that_imports_more_than_its_world_is_refused_at_load() {
+    // This tool component imports wasi:http: as a runner it would have more than the tools.
+    let error = CodeRunner::load(&runtime(), WEATHER)
         .await
         .expect_err("a tool component is no code runner");
     match &error {
         LoadError::WrongWorld { problem, .. } => {
-            assert!(problem.contains("wasi:"), "{problem}");
+            assert!(problem.contains("wasi:http/outgoing-handler"), "{problem}");
+            assert!(problem.contains("wasi:http/types"), "{problem}");
             assert!(
                 problem.contains("may import only toolhost:code"),
                 "{problem}"
             );
         }
         other => panic!("expected a wrong world, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_javascript_runner_declares_its_language() {
+    assert_eq!(runner().await.language(), Language::JavaScript);
+}
+
+#[tokio::test]
+async fn a_runner_that_names_a_language_the_host_does_not_know_is_refused() {
+    // The JavaScript runner, its language section (code-runners/language.py) replaced.
+    let section = |text: &str| {
+        let name = "toolhost:code/language";
+        let mut payload = vec![u8::try_from(name.len()).unwrap()];
+        payload.extend_from_slice(name.as_bytes());
+        payload.extend_from_slice(text.as_bytes());
+        let mut bytes = vec![0, u8::try_from(payload.len()).unwrap()];
+        bytes.extend(payload);
+        bytes
+    };
+    let mut bytes = std::fs::read(scripted(RUNNER_JS)).unwrap();
+    if bytes.ends_with(&section("javascript")) {
+        bytes.truncate(bytes.len() - section("javascript").len());
+    }
+    bytes.extend(section("cobol"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runner-cobol.wasm");
+    std::fs::write(&path, bytes).unwrap();
+    match CodeRunner::load(&runtime(), &path).await {
+        Err(LoadError::WrongWorld { problem, .. }) => {
+            assert!(problem.contains("the language `cobol`"), "{problem}");
+            assert!(problem.contains("javascript and python"), "{problem}");
+        }
+        other => panic!("expected the language to be refused, got {other:?}"),
     }
 }

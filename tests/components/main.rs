@@ -8,6 +8,7 @@
 mod calls;
 mod cli;
 mod code;
+mod code_python;
 mod docs;
 mod entry;
 mod isolation;

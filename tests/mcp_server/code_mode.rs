@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use toolhost_tests::cli::ManifestFile;
-use toolhost_tests::components::{CALCULATOR, RUNNER_JS};
+use toolhost_tests::components::{CALCULATOR, RUNNER_JS, RUNNER_PY};
 use toolhost_tests::mcp::StdioServer;
 use toolhost_tests::scripted;
 
@@ -115,6 +115,57 @@ async fn a_client_runs_one_program_that_calls_the_served_tools() {
             ("run_code", "ok", None),
         ]
     );
+}
+
+/// With the Python runner, the client's model is told to write Python, and its program runs
+/// the same way: its calls progress of the program's call.
+#[tokio::test]
+async fn a_client_runs_a_python_program_with_the_python_runner() {
+    let manifest = ManifestFile::calculator("");
+    let runner = scripted(RUNNER_PY);
+    let mut server =
+        StdioServer::start(&[manifest.arg(), "--code-mode", "--code-runner", runner]).await;
+    let listed = server.request("tools/list", json!({})).await;
+    let description = listed["result"]["tools"][3]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        description.starts_with("Runs a Python program"),
+        "{description}"
+    );
+    assert!(description.contains("async def add(*,"), "{description}");
+
+    let program = r#"
+a, b = await asyncio.gather(tools.square_root(x=9), tools.square_root(x=16))
+try:
+    await tools.divide(a=a, b=b)
+except ToolError as error:
+    missing = error.kind
+return {"sum": await tools.add(a=a, b=b), "missing": missing}
+"#;
+    let answer = server
+        .request(
+            "tools/call",
+            json!({
+                "name": "run_code",
+                "arguments": { "code": program },
+                "_meta": { "progressToken": "program-py" },
+            }),
+        )
+        .await;
+    assert!(!is_error(&answer), "{answer}");
+    let report: Value = serde_json::from_str(text(&answer)).unwrap();
+    assert_eq!(
+        report["result"],
+        json!({"sum": 7.0, "missing": "not-offered"})
+    );
+    let progress = server
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .filter(|n| n["params"]["progressToken"] == "program-py")
+        .count();
+    assert_eq!(progress, 4, "one progress report per call");
 }
 
 #[tokio::test]

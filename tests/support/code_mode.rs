@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::OnceCell;
 use toolhost::agent::{Agent, AgentOptions, AuditLog, Conversation, RunOptions, RunResult};
-use toolhost::code::{CodeMode, CodeModeConfig};
+use toolhost::code::{CodeMode, CodeModeConfig, Language};
 use toolhost::llm::{AnthropicProvider, HttpOptions, OpenAiProvider, Provider};
 use toolhost::sandbox::DirGrant;
 use toolhost::{ComponentConfig, Runtime, Toolbox};
 
-use crate::components::{FILES, RUNNER_JS};
+use crate::components::{FILES, RUNNER_JS, RUNNER_PY};
 use crate::model::{Format, ScriptedModel, Turn, call, calls, text};
 use crate::scripted;
 
@@ -24,25 +24,43 @@ pub const TASK: &str = "Add up the amounts of the CSV files in /data and save th
 
 /// The example program of docs/code-mode.md: its first `javascript` block.
 pub fn example_program() -> String {
+    example_program_in(Language::JavaScript)
+}
+
+/// The example program of docs/code-mode.md in `language`: its first block of that language
+/// (`javascript`, `python`).
+pub fn example_program_in(language: Language) -> String {
     let page = include_str!("../../docs/code-mode.md");
-    let start = page
-        .find("```javascript\n")
-        .expect("the page shows a program")
-        + 14;
+    let fence = format!("```{}\n", language.as_str());
+    let start = page.find(&fence).expect("the page shows a program") + fence.len();
     let length = page[start..].find("```").expect("the block ends");
     page[start..start + length].to_owned()
 }
 
 /// Code mode with the JavaScript runner, loaded once per process.
 pub async fn code_mode(runtime: &Runtime) -> Arc<CodeMode> {
-    static CODE: OnceCell<Arc<CodeMode>> = OnceCell::const_new();
-    CODE.get_or_init(|| async {
-        let config = CodeModeConfig::new(scripted(RUNNER_JS));
-        Arc::new(
-            CodeMode::load(runtime, config)
-                .await
-                .expect("the runner loads"),
-        )
+    code_mode_in(runtime, Language::JavaScript).await
+}
+
+/// Code mode with the runner of `language`, loaded once per process.
+pub async fn code_mode_in(runtime: &Runtime, language: Language) -> Arc<CodeMode> {
+    static JAVASCRIPT: OnceCell<Arc<CodeMode>> = OnceCell::const_new();
+    static PYTHON: OnceCell<Arc<CodeMode>> = OnceCell::const_new();
+    let (cell, runner) = match language {
+        Language::JavaScript => (&JAVASCRIPT, RUNNER_JS),
+        Language::Python => (&PYTHON, RUNNER_PY),
+    };
+    cell.get_or_init(|| async {
+        let config = CodeModeConfig::new(scripted(runner));
+        let code = CodeMode::load(runtime, config)
+            .await
+            .expect("the runner loads");
+        assert_eq!(
+            code.language(),
+            language,
+            "the runner declares its language"
+        );
+        Arc::new(code)
     })
     .await
     .clone()
@@ -138,7 +156,12 @@ impl Sales {
 
     /// The task as one program, then the answer.
     pub fn as_program(&self) -> Vec<Turn> {
-        let arguments = json!({ "code": example_program() }).to_string();
+        self.as_program_in(Language::JavaScript)
+    }
+
+    /// The task as one program in `language`, then the answer.
+    pub fn as_program_in(&self, language: Language) -> Vec<Turn> {
+        let arguments = json!({ "code": example_program_in(language) }).to_string();
         vec![
             calls(vec![call("p1", "run_code", &arguments)]),
             text(&self.answer()),

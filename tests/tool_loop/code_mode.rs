@@ -6,9 +6,10 @@
 
 use serde_json::{Value, json};
 use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
+use toolhost::code::Language;
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::code_mode::{Sales, code_mode, request_bytes, run};
-use toolhost_tests::components::RUNNER_JS;
+use toolhost_tests::code_mode::{Sales, code_mode, code_mode_in, request_bytes, run};
+use toolhost_tests::components::{RUNNER_JS, RUNNER_PY};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
 
@@ -92,6 +93,51 @@ async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
     }
 }
 
+/// The same task as the Python program of docs/code-mode.md, with the Python runner: the
+/// model is told to write Python, and the program's calls, output and result are those of
+/// the JavaScript one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_program_of_the_docs_does_the_task_in_two_turns() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let total = sales.total;
+        let toolbox = sales.toolbox(&runtime()).await;
+        let (note, expected_note) = sales.note();
+        let model = ScriptedModel::start(format, sales.as_program_in(Language::Python)).await;
+        let options = RunOptions {
+            code_mode: Some(code_mode_in(&runtime(), Language::Python).await),
+            ..RunOptions::default()
+        };
+        let result = run(&model, toolbox, AgentOptions::default(), &options, None).await;
+        assert_eq!(result.text, sales.answer());
+        assert_eq!(std::fs::read_to_string(&note).unwrap(), expected_note);
+
+        let bodies = model.bodies();
+        assert_eq!(sent::tools(format, &bodies[0]), ["run_code"]);
+        let offered = bodies[0].to_string();
+        assert!(offered.contains("Runs a Python program"), "{offered}");
+        assert!(offered.contains("async def list_files(*,"), "{offered}");
+        assert!(offered.contains("path: str,"), "{offered}");
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        assert_eq!(report["result"], json!({"files": 3, "total": total}));
+        assert_eq!(report["printed"], "read 3 files\n");
+        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            tools,
+            [
+                "list_files",
+                "read_file",
+                "read_file",
+                "read_file",
+                "write_note"
+            ]
+        );
+        assert_eq!(execution.nested[4].call_id, "p1.4");
+        assert_eq!(model.requests().len(), 2);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is_audited() {
     for format in [Format::OpenAi, Format::Anthropic] {
@@ -160,6 +206,60 @@ async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is
         );
         assert_eq!(lines[1]["approval"], "rejected");
     }
+}
+
+/// A Python program that catches the denial of a call needing approval and tries again
+/// forever is ended at the nested-call limit; nothing is written, the run goes on, and the
+/// model is told why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_program_retrying_a_denied_call_forever_ends_at_the_call_limit() {
+    let format = Format::OpenAi;
+    let sales = Sales::new();
+    let toolbox = sales.toolbox(&runtime()).await;
+    let program = r#"
+denied = 0
+while True:
+    try:
+        await tools.write_note(title="again", text="and again")
+    except ToolError as error:
+        if error.kind == "denied":
+            denied += 1
+"#;
+    let model = program_then(format, program, "I could not write it.").await;
+    let agent_options = AgentOptions {
+        approval: ApprovalRules {
+            tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
+            ..ApprovalRules::default()
+        },
+        ..AgentOptions::default()
+    };
+    let options = RunOptions {
+        code_mode: Some(code_mode_in(&runtime(), Language::Python).await),
+        ..RunOptions::default()
+    };
+    let result = run(&model, toolbox, agent_options, &options, None).await;
+    assert_eq!(result.text, "I could not write it.");
+    assert_eq!(
+        std::fs::read_dir(sales.notes.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let execution = &result.executions[0];
+    let report: Value = serde_json::from_str(&execution.output).unwrap();
+    let error = report["error"].as_str().unwrap();
+    assert!(error.contains("more than 100 tool calls"), "{error}");
+    let calls = report["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 100);
+    assert!(
+        calls.iter().all(|call| call["error"] == "denied"),
+        "{report}"
+    );
+    // The model was told in the next request.
+    assert!(
+        model.bodies()[1]
+            .to_string()
+            .contains("more than 100 tool calls")
+    );
 }
 
 /// `host run` in code mode, turned on by `flag` (else by the manifest's `[code_mode]`),
@@ -269,4 +369,37 @@ async fn program_then(format: Format, program: &str, answer: &str) -> ScriptedMo
         ],
     )
     .await
+}
+
+/// `host run` with the Python runner named by the manifest: the model is told to write
+/// Python, and its program runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_with_the_python_runner_runs_a_python_program() {
+    let program = "roots = await asyncio.gather(tools.square_root(x=16), tools.square_root(x=81))\n\
+                   print('roots', roots)\n\
+                   return await tools.add(a=roots[0], b=roots[1])";
+    let model = program_then(Format::Anthropic, program, "It is 13.").await;
+    let manifest = ManifestFile::calculator(&format!(
+        "[code_mode]\nenabled = true\nrunner = {:?}\n",
+        scripted(RUNNER_PY)
+    ));
+    let out = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .args(["--json", "What is √16 + √81?"])
+        .run()
+        .await;
+    out.assert_success();
+    let bodies = model.bodies();
+    assert_eq!(sent::tools(Format::Anthropic, &bodies[0]), ["run_code"]);
+    let offered = bodies[0].to_string();
+    assert!(offered.contains("Runs a Python program"), "{offered}");
+    assert!(
+        offered.contains("the body of an async Python function"),
+        "{offered}"
+    );
+    let execution = &out.json()["result"]["executions"][0];
+    let report: Value = serde_json::from_str(execution["output"].as_str().unwrap()).unwrap();
+    assert_eq!(report["result"], json!(13.0));
+    assert_eq!(report["printed"], "roots [4.0, 9.0]\n");
 }

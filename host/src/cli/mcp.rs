@@ -149,14 +149,15 @@ pub struct McpArgs {
     #[arg(long, value_name = "N", requires = "listen")]
     caller_calls: Option<NonZeroU32>,
 
-    /// Code mode: serve one more tool, run_code, whose JavaScript program calls the served
-    /// tools (over the manifest's [code_mode] enabled)
+    /// Code mode: serve one more tool, run_code, whose program (in the runner's language,
+    /// JavaScript or Python) calls the served tools (over the manifest's [code_mode] enabled)
     #[cfg(feature = "code-mode")]
     #[arg(long)]
     code_mode: bool,
 
-    /// The code runner of code mode [default: the manifest's [code_mode] runner, else
-    /// dist/runner-js.wasm next to the manifest]
+    /// The code runner of code mode, whose language the program is written in (dist/runner-py.wasm
+    /// for Python) [default: the manifest's [code_mode] runner, else dist/runner-js.wasm next to
+    /// the manifest]
     #[cfg(feature = "code-mode")]
     #[arg(long, value_name = "FILE")]
     code_runner: Option<PathBuf>,

@@ -97,14 +97,15 @@ pub struct ModelArgs {
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     audit: Option<PathBuf>,
 
-    /// Code mode: offer the model one tool, run_code, whose JavaScript program calls the
-    /// tools (over the manifest's [code_mode] enabled)
+    /// Code mode: offer the model one tool, run_code, whose program (in the runner's
+    /// language, JavaScript or Python) calls the tools (over the manifest's [code_mode] enabled)
     #[cfg(feature = "code-mode")]
     #[arg(long, help_heading = "Tools")]
     code_mode: bool,
 
-    /// The code runner of code mode [default: the manifest's [code_mode] runner, else
-    /// dist/runner-js.wasm next to the manifest]
+    /// The code runner of code mode, whose language the program is written in (dist/runner-py.wasm
+    /// for Python) [default: the manifest's [code_mode] runner, else dist/runner-js.wasm next to
+    /// the manifest]
     #[cfg(feature = "code-mode")]
     #[arg(long, value_name = "FILE", help_heading = "Tools")]
     code_runner: Option<PathBuf>,

@@ -20,6 +20,7 @@
 //! ```
 
 mod calls;
+mod python_signatures;
 mod report;
 mod signatures;
 
@@ -28,8 +29,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use crate::engine::runner::{LANGUAGE_SECTION, Language, WASI_ALLOWED};
 pub use calls::ToolboxCalls;
 pub(crate) use calls::{nested_id, not_offered, outcome};
+pub use python_signatures::python_signature;
 pub use signatures::signature;
 
 use crate::engine::runner::{CodeRunner, ProgramRun};
@@ -49,7 +52,8 @@ pub const DEFAULT_MAX_DESCRIPTION: usize = 16 * 1024;
 /// How code mode is set up: the runner, the tool's name, a program's limits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodeModeConfig {
-    /// The code runner component (the JavaScript one: `example-tools/dist/runner-js.wasm`).
+    /// The code runner component, whose language programs are written in (JavaScript:
+    /// `example-tools/dist/runner-js.wasm`; Python: `example-tools/dist/runner-py.wasm`).
     pub runner: PathBuf,
     /// The name the model calls the tool by. Default [`DEFAULT_TOOL`].
     pub tool: String,
@@ -130,6 +134,11 @@ impl CodeMode {
         &self.config
     }
 
+    /// The language programs are written in: the runner's.
+    pub fn language(&self) -> Language {
+        self.runner.language()
+    }
+
     /// The tool's name.
     pub fn tool(&self) -> &str {
         &self.config.tool
@@ -141,13 +150,16 @@ impl CodeMode {
     pub fn spec(&self, tools: &[&ToolSpec]) -> ToolSpec {
         ToolSpec {
             name: self.config.tool.clone(),
-            description: description(tools, self.config.max_description),
+            description: description(self.language(), tools, self.config.max_description),
             input_schema: json!({
                 "type": "object",
                 "properties": {
                     "code": {
                         "type": "string",
-                        "description": "The program: the body of an async JavaScript function that calls the tools and returns the answer's data."
+                        "description": format!(
+                            "The program: the body of an async {} function that calls the tools and returns the answer's data.",
+                            self.language()
+                        )
                     }
                 },
                 "required": ["code"],
@@ -190,22 +202,18 @@ fn bytes(size: u64) -> usize {
     usize::try_from(size).unwrap_or(usize::MAX)
 }
 
-/// How a program is written, then the tools' signatures, within `max` bytes.
-fn description(tools: &[&ToolSpec], max: usize) -> String {
-    let mut text = String::from(
-        "Runs a JavaScript program in a sandbox and returns what it returns. Use it to call the \
-         tools below in one step: in a loop, one call's result feeding the next, many calls at \
-         once. The program is the body of an async function: call a tool with \
-         `await tools.NAME({...})`, run calls that do not depend on each other with \
-         `await Promise.all([...])`, print with `console.log`, and `return` only the data the \
-         answer needs (it comes back as JSON; a program of one expression returns its value). A tool returns its typed result (an object) when \
-         it declares one, else its text. A failed call throws a ToolError with `kind` \
-         (not-offered, invalid-arguments, denied, failed) and `message`; catch it to go on. \
-         There is no file system, network or clock: only the tools.\n\nTools:\n",
-    );
+/// How a program is written in `language`, then the tools' signatures, within `max` bytes.
+fn description(language: Language, tools: &[&ToolSpec], max: usize) -> String {
+    let mut text = String::from(match language {
+        Language::JavaScript => JAVASCRIPT_GUIDE,
+        Language::Python => PYTHON_GUIDE,
+    });
     let mut left_out = 0;
     for spec in tools {
-        let signature = signature(spec);
+        let signature = match language {
+            Language::JavaScript => signature(spec),
+            Language::Python => python_signature(spec),
+        };
         if left_out > 0 || text.len() + signature.len() + 2 > max {
             left_out += 1;
             continue;
@@ -220,3 +228,31 @@ fn description(tools: &[&ToolSpec], max: usize) -> String {
     }
     text.trim_end().to_owned()
 }
+
+/// How to write a JavaScript program, for the model (`code-runners/runner-js`).
+const JAVASCRIPT_GUIDE: &str = "Runs a JavaScript program in a sandbox and returns what it \
+    returns. Use it to call the tools below in one step: in a loop, one call's result feeding \
+    the next, many calls at once. The program is the body of an async function: call a tool \
+    with `await tools.NAME({...})`, run calls that do not depend on each other with \
+    `await Promise.all([...])`, print with `console.log`, and `return` only the data the \
+    answer needs (it comes back as JSON; a program of one expression returns its value). A \
+    tool returns its typed result (an object) when it declares one, else its text. A failed \
+    call throws a ToolError with `kind` (not-offered, invalid-arguments, denied, failed) and \
+    `message`; catch it to go on. There is no file system, network or clock: only the \
+    tools.\n\nTools:\n";
+
+/// How to write a Python program, for the model (`code-runners/runner-py`); the signatures
+/// below it are in Python's notation ([`python_signature`]).
+const PYTHON_GUIDE: &str = "Runs a Python program in a sandbox and returns what it returns. \
+    Use it to call the tools below in one step: in a loop, one call's result feeding the next, \
+    many calls at once. The program is the body of an async function: call a tool with \
+    keyword arguments, `await tools.NAME(arg=value, ...)`, run calls that do not depend on \
+    each other with `await asyncio.gather(...)`, print with `print`, and `return` only the \
+    data the answer needs (it comes back as JSON; a program of one expression returns its \
+    value). A tool returns its typed result (a dict) when it declares one, else its text. A \
+    failed call raises a ToolError with `kind` (not-offered, invalid-arguments, denied, \
+    failed) and `message`; catch it to go on. `json`, `re`, `math`, `statistics`, `csv`, \
+    `datetime`, `collections` and `itertools` can be imported; there is no file system, \
+    network or environment: only the tools. In the signatures below an object is a dict of \
+    its fields' types, a `NotRequired` field may be missing, and a tool that takes \
+    `arguments: {...}` takes them as one dict: `tools.NAME({...})`.\n\nTools:\n";

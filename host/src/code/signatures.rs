@@ -15,11 +15,11 @@ use serde_json::Value;
 use crate::spec::ToolSpec;
 
 /// How deep a schema is written out; deeper parts are `any`.
-const MAX_DEPTH: usize = 4;
+pub(super) const MAX_DEPTH: usize = 4;
 /// The longest description kept of a property, in characters.
-const MAX_PROPERTY_NOTE: usize = 80;
+pub(super) const MAX_PROPERTY_NOTE: usize = 80;
 /// The longest description kept of a tool, in characters.
-const MAX_TOOL_NOTE: usize = 300;
+pub(super) const MAX_TOOL_NOTE: usize = 300;
 
 /// The signature of `spec`, with its description as a comment above it.
 pub fn signature(spec: &ToolSpec) -> String {
@@ -171,7 +171,7 @@ fn union(mut types: Vec<String>) -> String {
 
 /// `text` on one line, at most `max` characters (an ellipsis marks a cut), with nothing that
 /// would end the comment it goes in.
-fn one_line(text: &str, max: usize) -> String {
+pub(super) fn one_line(text: &str, max: usize) -> String {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let flat = flat.replace("*/", "* /");
     if flat.chars().count() <= max {

@@ -117,10 +117,13 @@ pub(crate) fn add_to_linker(linker: &mut Linker<StoreState>) -> wasmtime::Result
     })
 }
 
-/// A linker for code runners: their world's two interfaces, and nothing else (no WASI).
+/// A linker for code runners: their world's two interfaces, and WASI's without `wasi:http`
+/// (a Python runner links against them; the store's WASI context grants nothing through
+/// them, see [`WASI_ALLOWED`](crate::engine::runner::WASI_ALLOWED)).
 #[cfg(feature = "code-mode")]
 pub(crate) fn runner_linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<StoreState>> {
     let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     code::CodeRunner::add_to_linker::<StoreState, wasmtime::component::HasSelf<StoreState>>(
         &mut linker,
         |state| state,

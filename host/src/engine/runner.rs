@@ -10,7 +10,7 @@ use wasmtime::Store;
 
 use super::bindings::{RunnerInstance, RunnerInstancePre, runner_linker, wit_runner};
 use super::component::compiled;
-use super::component_file::content_key_of;
+use super::component_file::{blocking, content_key_of};
 use super::runtime::Runtime;
 use crate::error::{CallError, LoadError, ProgramError, TimeLimit};
 use crate::sandbox::limits::within;
@@ -20,6 +20,126 @@ use crate::sandbox::{Limits, NestedCall, NestedCalls, ProgramLimits, ProgramStop
 
 /// The name a runner's failures carry in messages (the tool the model called).
 const LABEL: &str = "run_code";
+
+/// The WASI interfaces a code runner may import besides its world's (at any 0.2 version):
+/// those of a command's standard library, which CPython's runtime (componentize-py) links
+/// against whether or not a program uses them. They grant a runner nothing: its WASI context
+/// ([`Sandbox::empty`]) has no preopened directory (so `wasi:filesystem` has no descriptor to
+/// open anything from), no environment variable or argument, an empty stdin, stdout and
+/// stderr into bounded buffers nobody reads, and TCP, UDP and name lookups turned off (every
+/// socket operation is refused). What they do give is the time (`wasi:clocks`), random bytes
+/// (`wasi:random`) and ending the instance (`wasi:cli/exit`), which reach nothing outside.
+/// `wasi:http` is not among them: a runner that imports it is refused.
+pub const WASI_ALLOWED: [&str; 6] = [
+    "wasi:cli",
+    "wasi:clocks",
+    "wasi:filesystem",
+    "wasi:io",
+    "wasi:random",
+    "wasi:sockets",
+];
+
+/// Whether a runner may import `name`: its world's interfaces, or one of [`WASI_ALLOWED`].
+fn allowed_import(name: &str) -> bool {
+    if name.starts_with("toolhost:code/") {
+        return true;
+    }
+    WASI_ALLOWED.iter().any(|package| {
+        name.strip_prefix(package)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .is_some_and(|rest| rest.contains("@0.2."))
+    })
+}
+
+/// The custom section in which a runner names its language (`javascript`, `python`), written
+/// by its build (code-runners/language.py); a runner without one is JavaScript, the language
+/// of the one runner there was before runners declared theirs.
+pub const LANGUAGE_SECTION: &str = "toolhost:code/language";
+
+/// The language a code runner runs programs in: what the tool's description tells the model
+/// to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// JavaScript (`code-runners/runner-js`).
+    JavaScript,
+    /// Python (`code-runners/runner-py`).
+    Python,
+}
+
+impl Language {
+    /// The language's name as a runner declares it (`javascript`, `python`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::JavaScript => "javascript",
+            Self::Python => "python",
+        }
+    }
+
+    fn named(name: &str) -> Option<Self> {
+        [Self::JavaScript, Self::Python]
+            .into_iter()
+            .find(|language| language.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Language {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::JavaScript => "JavaScript",
+            Self::Python => "Python",
+        })
+    }
+}
+
+/// The language the runner at `path` declares in its [`LANGUAGE_SECTION`] (read from
+/// `bytes`, or from the file when the cache read none).
+async fn declared_language(path: &Path, bytes: Option<&[u8]>) -> Result<Language, LoadError> {
+    let name = match bytes {
+        Some(bytes) => language_section(bytes),
+        None => {
+            let file = path.to_owned();
+            blocking(move || {
+                crate::file::read(&file, crate::file::MAX_COMPONENT_SIZE, "a component")
+                    .map(|bytes| language_section(&bytes))
+            })
+            .await
+            .map_err(|source| LoadError::Read {
+                path: path.to_owned(),
+                source,
+            })?
+        }
+    };
+    let Some(name) = name else {
+        return Ok(Language::JavaScript);
+    };
+    Language::named(&name).ok_or_else(|| LoadError::WrongWorld {
+        path: path.to_owned(),
+        problem: format!(
+            "its `{LANGUAGE_SECTION}` section names the language `{name}`, which this host \
+             cannot tell a model how to write; the languages it knows are javascript and python"
+        ),
+    })
+}
+
+/// The text of a component's own (top-level) [`LANGUAGE_SECTION`], if it has one. A
+/// component that does not parse has none here: compiling it says what is wrong.
+fn language_section(bytes: &[u8]) -> Option<String> {
+    let mut depth = 0_usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            wasmparser::Payload::ModuleSection { .. }
+            | wasmparser::Payload::ComponentSection { .. } => depth += 1,
+            wasmparser::Payload::End(_) if depth > 0 => depth -= 1,
+            wasmparser::Payload::CustomSection(section)
+                if depth == 0 && section.name() == LANGUAGE_SECTION =>
+            {
+                return Some(String::from_utf8_lossy(section.data()).trim().to_owned());
+            }
+            _ => {}
+        }
+    }
+    None
+}
 
 /// A code runner component, loaded: compiled once, instantiated fresh for every program.
 ///
@@ -38,12 +158,14 @@ pub struct CodeRunner {
     runtime: Runtime,
     pre: RunnerInstancePre<StoreState>,
     path: PathBuf,
+    language: Language,
 }
 
 impl std::fmt::Debug for CodeRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodeRunner")
             .field("path", &self.path)
+            .field("language", &self.language)
             .finish_non_exhaustive()
     }
 }
@@ -54,7 +176,8 @@ impl std::fmt::Debug for CodeRunner {
 pub struct ProgramRun {
     /// The value the program returned, or why there is none.
     pub result: Result<serde_json::Value, ProgramError>,
-    /// What it printed (`console.log`), up to [`ProgramLimits::max_output`].
+    /// What it printed (`console.log` in JavaScript, `print` in Python), up to
+    /// [`ProgramLimits::max_output`].
     pub printed: String,
     /// The tool calls it made, in the order it started them.
     pub calls: Vec<NestedCall>,
@@ -63,11 +186,14 @@ pub struct ProgramRun {
 }
 
 impl CodeRunner {
-    /// Loads the runner at `path` (compiled once, into the runtime's cache). A component that
-    /// imports anything but the runner's two interfaces (any WASI interface, say) is refused.
+    /// Loads the runner at `path` (compiled once, into the runtime's cache) and reads the
+    /// language it declares. A component that imports anything but the runner's two interfaces
+    /// and the WASI interfaces of [`WASI_ALLOWED`] (`wasi:http`, say, or a tool's `report`) is
+    /// refused.
     pub async fn load(runtime: &Runtime, path: impl Into<PathBuf>) -> Result<Self, LoadError> {
         let path = path.into();
         let (key, bytes) = content_key_of(runtime, &path, None).await?;
+        let language = declared_language(&path, bytes.as_deref()).await?;
         let (component, _) = compiled(runtime, &path, &key, bytes).await?;
         let wrong_world = |problem: String| LoadError::WrongWorld {
             path: path.clone(),
@@ -78,13 +204,14 @@ impl CodeRunner {
             .component_type()
             .imports(engine)
             .map(|(name, _)| name.to_owned())
-            .filter(|name| !name.starts_with("toolhost:code/"))
+            .filter(|name| !allowed_import(name))
             .collect();
         if !foreign.is_empty() {
             return Err(wrong_world(format!(
                 "a code runner may import only toolhost:code's `tools` and `output` \
-                 (wit/code/runner.wit), and this one imports {}; build it against that world \
-                 with everything else turned off",
+                 (wit/code/runner.wit) and WASI's {}, and this one imports {}; build it against \
+                 that world with everything else turned off",
+                WASI_ALLOWED.join(", "),
                 foreign.join(", ")
             )));
         }
@@ -105,7 +232,13 @@ impl CodeRunner {
             runtime: runtime.clone(),
             pre,
             path,
+            language,
         })
+    }
+
+    /// The language the runner runs programs in.
+    pub fn language(&self) -> Language {
+        self.language
     }
 
     /// The runner's file.
@@ -228,5 +361,57 @@ fn judge(
             },
             None => ProgramError::Runner(verdict(failure, state, limits, LABEL.to_owned())),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runner_may_import_its_world_and_wasi_0_2_s_command_interfaces_only() {
+        for allowed in [
+            "toolhost:code/tools@0.1.0",
+            "wasi:cli/environment@0.2.0",
+            "wasi:sockets/tcp@0.2.9",
+            "wasi:filesystem/preopens@0.2.0",
+        ] {
+            assert!(allowed_import(allowed), "{allowed}");
+        }
+        for refused in [
+            "wasi:http/outgoing-handler@0.2.0",
+            "wasi:cli/environment@0.3.0",
+            "wasi:clix/environment@0.2.0",
+            "wasi:cli",
+            "toolhost:tool/report@0.2.0",
+        ] {
+            assert!(!allowed_import(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_language_is_read_from_the_top_level_section_only() {
+        let section = |name: &str, text: &str| {
+            let mut payload = vec![u8::try_from(name.len()).unwrap()];
+            payload.extend_from_slice(name.as_bytes());
+            payload.extend_from_slice(text.as_bytes());
+            let mut bytes = vec![0, u8::try_from(payload.len()).unwrap()];
+            bytes.extend(payload);
+            bytes
+        };
+        let component = b"\0asm\x0d\0\x01\0".to_vec();
+        assert_eq!(language_section(&component), None);
+        let mut named = component.clone();
+        named.extend(section("other", "python"));
+        named.extend(section(LANGUAGE_SECTION, "python"));
+        assert_eq!(language_section(&named).as_deref(), Some("python"));
+        // A core module inside the component that carries the section names nothing.
+        let mut module = b"\0asm\x01\0\0\0".to_vec();
+        module.extend(section(LANGUAGE_SECTION, "python"));
+        let mut nested = component;
+        nested.push(1); // a core module section
+        nested.push(u8::try_from(module.len()).unwrap());
+        nested.extend(module);
+        assert_eq!(language_section(&nested), None);
     }
 }
