@@ -247,7 +247,7 @@ mod on {
         /// It ends without running: the error the program gets, the outcome recorded.
         Refused(NestedError, Outcome, Approval),
         /// It waits for a decision.
-        Waits(PendingCall),
+        Waits(Box<PendingCall>),
     }
 
     impl NestedCalls for Shared {
@@ -286,7 +286,7 @@ mod on {
                         kind: NestedErrorKind::Paused,
                         message: format!("`{}` waits for a person's approval", pending.tool),
                     };
-                    lock(&calls.pending).push(pending);
+                    lock(&calls.pending).push(*pending);
                     Box::pin(ready(Err(error)))
                 }
             }
@@ -347,7 +347,7 @@ mod on {
                 }
                 None if self.turn.may_pause => {
                     approval_metric("asked");
-                    Decided::Waits(pending)
+                    Decided::Waits(Box::new(pending))
                 }
                 None => {
                     let reason = format!(

@@ -32,7 +32,8 @@ pub(crate) struct Approved<'a> {
     /// When it asked for input before: the answers and its state.
     pub answers: Option<Answers>,
     /// When it is a program that paused before: the calls it made then, and the decisions
-    /// about those that waited. Empty otherwise.
+    /// about those that waited. Empty otherwise (and always, without code mode).
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
     pub journal: Journal,
 }
 
@@ -41,6 +42,7 @@ pub(crate) struct Approved<'a> {
 pub(crate) enum Ran {
     Finished(ToolExecution),
     Asking(AskingCall),
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
     Paused {
         program: PausedProgram,
         pending: Vec<PendingCall>,

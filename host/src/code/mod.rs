@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-pub use calls::ToolboxCalls;
+pub use calls::{ApproveCall, ToolboxCalls};
 pub(crate) use calls::{nested_id, not_offered, outcome};
 pub use signatures::signature;
 

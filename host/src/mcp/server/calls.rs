@@ -32,6 +32,8 @@ use crate::host::Host;
 use crate::sandbox::{CapturedLog, Observer};
 use crate::source::{CallContext, ToolOutput};
 use crate::telemetry::context;
+#[cfg(feature = "code-mode")]
+use crate::toolbox::access::Allowed;
 
 impl McpServer {
     /// The call's context: the request id, the `_meta` values `host`'s manifest lets through
@@ -126,7 +128,8 @@ impl McpServer {
         #[cfg(feature = "code-mode")]
         if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
             let offered = names(served.catalog.names()).into_iter().collect();
-            return Self::program_call(&host, &served, code, call, offered, &span).await;
+            return Self::program_call(&host, &served, code, call, (offered, &allowed), &span)
+                .await;
         }
         if served.get(name).is_none() || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
@@ -186,22 +189,29 @@ impl McpServer {
         audited(&host, &call, ended, duration)
     }
 
-    /// A call of code mode's tool: its program run with the tools in `offered`.
+    /// A call of code mode's tool: its program run with the tools `offered`, those of them
+    /// that the caller is `allowed` only on approval once the client approves each call.
     #[cfg(feature = "code-mode")]
     async fn program_call(
         host: &Host,
         served: &Served,
         code: &crate::code::CodeMode,
         mut call: ToolCall<'_>,
-        offered: BTreeSet<String>,
+        (offered, allowed): (BTreeSet<String>, &Allowed),
         span: &tracing::Span,
     ) -> Answer {
+        let on_approval = (offered.iter())
+            .filter(|tool| allowed.needs_approval(tool))
+            .cloned()
+            .collect();
         let context = Self::context(host, &mut call);
         let started = Instant::now();
         let ended = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => None,
-            ended = super::code::run(host, code, offered, context, call.arguments) => Some(ended),
+            ended = super::code::run(host, code, offered, on_approval, context, call.arguments) => {
+                Some(ended)
+            }
         };
         let ended = match ended {
             Some(ended) => Finished {
@@ -259,7 +269,7 @@ impl McpServer {
         let asker: Arc<dyn Ask> = if stateless {
             Arc::new(asking::CannotAsk(asking::STATELESS))
         } else {
-            Arc::new(asking::SessionAsker(cx.peer.clone()))
+            Arc::new(asking::SessionAsker(cx.peer.clone(), cx.id.clone()))
         };
         let asker = Asker(asker);
         let responses = request.input_responses.take();
