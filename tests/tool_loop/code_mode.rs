@@ -16,10 +16,11 @@ use toolhost::agent::{
 };
 use toolhost_tests::cli::{HostCommand, ManifestFile};
 use toolhost_tests::code_mode::{Sales, code_mode, provider, request_bytes, run};
-use toolhost_tests::components::RUNNER_JS;
+use toolhost_tests::components::{CALCULATOR, RUNNER_JS};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
 
+use super::approve_cli::OnTerminal;
 use super::sent;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -504,6 +505,58 @@ async fn host_chat_offers_run_code_with_the_flag() {
     assert_eq!(sent::tools(Format::OpenAi, &bodies[0]), ["run_code"]);
     let answered = bodies[1].to_string();
     assert!(answered.contains(r#"\"result\":5"#), "{answered}");
+}
+
+/// `host run --code-mode` asks on the terminal about a program's call that needs approval,
+/// saying which program made it, then runs the program again: the call before it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_asks_on_the_terminal_about_a_programs_call_and_runs_it_again() {
+    let program = "const a = await tools.square_root({x: 16});\n\
+                   return await tools.add({a, b: 9});";
+    let model = program_then(Format::OpenAi, program, "It is 13.").await;
+    let manifest = ManifestFile::in_dir(|dir| {
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[tools.add]\napproval = \"always\"\n\n\
+             [audit]\npath = {:?}\n\n[code_mode]\nrunner = {:?}\n",
+            dir.join("audit.jsonl"),
+            scripted(RUNNER_JS)
+        )
+    });
+    let command = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .args(["--code-mode", "What is √16 + 9?"])
+        .into_command();
+    let screen = tokio::task::spawn_blocking(move || {
+        let mut terminal = OnTerminal::spawn(command);
+        terminal.wait_for("run it?", 1);
+        terminal.type_line("y");
+        let (out, screen) = terminal.finish();
+        assert!(out.status.success(), "{screen}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "It is 13.\n");
+        screen
+    })
+    .await
+    .unwrap();
+    assert!(
+        screen.contains(r#"? add wants to run with {"a":4,"b":9}"#),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("called by the program of call p1, which runs again once decided"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("run it?").count(), 1, "{screen}");
+    let audited: Vec<(String, String)> = audited(&manifest.dir().join("audit.jsonl"))
+        .into_iter()
+        .map(|(id, tool, _, _)| (id, tool))
+        .collect();
+    let expected = [("p1.0", "square_root"), ("p1.1", "add"), ("p1", "run_code")];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(id, tool)| ((*id).to_owned(), (*tool).to_owned()))
+        .collect();
+    assert_eq!(audited, expected, "the square root ran once");
 }
 
 /// A scripted model (in `format`) that answers the first turn with one `run_code` call of
