@@ -362,6 +362,49 @@ async fn a_tool_approved_for_the_run_does_not_pause_the_program_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_pauses_once_for_each_call_approved_one_at_a_time() {
+    let program = r#"
+        await tools.write_note({ title: "first", text: "one" });
+        await tools.write_note({ title: "second", text: "two" });
+        return "both";
+    "#;
+    let sales = Sales::new();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let model = program_then(Format::OpenAi, program, "Two notes.").await;
+    let agent = approving_agent(&model, &sales, &audit).await;
+    let options = code_options().await;
+    let mut conversation = Conversation::new();
+    conversation.push_user("Write two notes.");
+    let mut result = agent
+        .run(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    let mut asked = Vec::new();
+    while result.end == RunEnd::Paused {
+        let id = result.pending[0].call_id.clone();
+        // Each pause goes through JSON, as a saved conversation would.
+        let saved = serde_json::to_string(&conversation).unwrap();
+        conversation = Conversation::from_json(&saved).unwrap();
+        conversation.approve(&id).unwrap();
+        asked.push(id);
+        result = agent
+            .resume(&mut conversation, &options, &mut |_| {})
+            .await
+            .unwrap();
+    }
+    assert_eq!(asked, ["p1.0", "p1.1"]);
+    assert_eq!(result.text, "Two notes.");
+    let approvals: Vec<Approval> = (result.executions[0].nested.iter())
+        .map(|e| e.approval)
+        .collect();
+    assert_eq!(approvals, [Approval::Approved, Approval::Approved]);
+    assert_eq!(std::fs::read_dir(sales.notes.path()).unwrap().count(), 2);
+    let ids: Vec<String> = audited(&audit).into_iter().map(|l| l.0).collect();
+    assert_eq!(ids, ["p1.0", "p1.1", "p1"], "the first note written once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_started_with_the_one_that_waits_finish_and_are_not_run_again() {
     // The write waits; the reads started with it finish before the run pauses, and are
     // answered from the journal when the program runs again.
