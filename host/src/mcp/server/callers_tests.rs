@@ -568,6 +568,12 @@ async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_ca
                 ..AccessRule::default()
             },
             AccessRule {
+                scopes: ["code-asked".to_owned()].into(),
+                tools: ["run_code".to_owned()].into(),
+                approval: Some(ApprovalMode::Always),
+                ..AccessRule::default()
+            },
+            AccessRule {
                 scopes: ["reset".to_owned()].into(),
                 tools: ["admin_reset".to_owned()].into(),
                 approval: Some(ApprovalMode::Always),
@@ -631,4 +637,29 @@ async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_ca
         "{answer}"
     );
     assert!(said.contains("elicitation"), "{said}");
+
+    // A caller given `run_code` itself only on approval is asked before the program runs.
+    let dave = Client::open_with(&url, Some("dave code-asked"), json!({ "elicitation": {} })).await;
+    let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params });
+    let mut answer = dave.request(&call).send().await.expect("an answer");
+    let mut buffer = String::new();
+    let question = next_message(&mut answer, &mut buffer).await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`run_code`"), "{message}");
+    let reply = json!({
+        "jsonrpc": "2.0",
+        "id": question["id"],
+        "result": { "action": "decline", "content": {} },
+    });
+    dave.send(&reply).await;
+    let result = next_message(&mut answer, &mut buffer).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("the call of `run_code` did not run"),
+        "{result}"
+    );
 }

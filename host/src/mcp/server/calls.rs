@@ -125,18 +125,12 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
-        #[cfg(feature = "code-mode")]
-        if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
-            let offered = names(served.catalog.names()).into_iter().collect();
-            return Self::program_call(&host, &served, code, call, (offered, &allowed), &span)
-                .await;
-        }
-        if served.get(name).is_none() || !allowed.tool(name) {
+        if !(served.get(name).is_some() || is_program(&host, name)) || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
             let ended = Finished::refused(error);
             return audited(&host, &call, ended, std::time::Duration::ZERO);
         }
-        // A call the caller's access entries give only on approval waits for the client's.
+        // A call given only on approval (a program's too) waits for the client's.
         let needs_approval = allowed.needs_approval(name);
         if needs_approval {
             let ended = match approval::decide(&mut call.input, name, call.arguments) {
@@ -148,6 +142,12 @@ impl McpServer {
                 span.record("outcome", ended.outcome);
                 return audited(&host, &call, ended, std::time::Duration::ZERO);
             }
+        }
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = (host.code_mode()).filter(|code| code.tool() == name) {
+            let offered = names(served.catalog.names()).into_iter().collect();
+            return Self::program_call(&host, &served, code, call, (offered, &allowed), &span)
+                .await;
         }
         let context = Self::context(&host, &mut call);
         let started = Instant::now();
@@ -296,6 +296,17 @@ impl McpServer {
             Ended::Done(result) => Ok(result.into()),
             Ended::InputRequired(result) => Ok(result.into()),
         }
+    }
+}
+
+/// Whether `name` is code mode's tool (`run_code`), which `host` serves when code mode is on.
+fn is_program(host: &Host, name: &str) -> bool {
+    #[cfg(feature = "code-mode")]
+    return host.code_mode().is_some_and(|code| code.tool() == name);
+    #[cfg(not(feature = "code-mode"))]
+    {
+        let _ = (host, name);
+        false
     }
 }
 
