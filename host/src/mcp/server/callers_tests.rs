@@ -546,12 +546,10 @@ async fn a_caller_past_its_rate_is_answered_429_over_http_and_the_others_are_not
     assert!(bob.session.is_some());
 }
 
-/// A program's call of a tool its caller may use only on approval asks the client first, in
-/// the program's call's stream, as a plain call does: accepted, it runs; declined, it is a
-/// denial the program catches; a client that cannot be asked gets the denial unasked.
+/// `host mcp` in code mode with one tool, `admin_reset`, given to the `reset` scope on
+/// approval; `run_code` given to the `code` scope, and to `code-asked` on approval. The URL.
 #[cfg(feature = "code-mode")]
-#[tokio::test]
-async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_caught() {
+async fn serve_code_mode() -> String {
     let runner = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../example-tools/dist/runner-js.wasm"
@@ -589,11 +587,19 @@ async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_ca
         .code_runner(runner)
         .build()
         .await;
-    let url =
-        serve(Arc::new(host.unwrap_or_else(|e| {
-            panic!("{e} (`just tools` builds the runner)")
-        })))
-        .await;
+    serve(Arc::new(host.unwrap_or_else(|e| {
+        panic!("{e} (`just tools` builds the runner)")
+    })))
+    .await
+}
+
+/// A program's call of a tool its caller may use only on approval asks the client first, in
+/// the program's call's stream, as a plain call does: accepted, it runs; declined, it is a
+/// denial the program catches; a client that cannot be asked gets the denial unasked.
+#[cfg(feature = "code-mode")]
+#[tokio::test]
+async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_caught() {
+    let url = serve_code_mode().await;
     let program = "try { return await tools.admin_reset({}); } \
                    catch (error) { return `${error.kind}: ${error.message}`; }";
     let params = json!({ "name": "run_code", "arguments": { "code": program } });
@@ -637,8 +643,15 @@ async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_ca
         "{answer}"
     );
     assert!(said.contains("elicitation"), "{said}");
+}
 
-    // A caller given `run_code` itself only on approval is asked before the program runs.
+/// A caller given `run_code` itself only on approval is asked before the program runs.
+#[cfg(feature = "code-mode")]
+#[tokio::test]
+async fn run_code_given_on_approval_asks_before_the_program_runs() {
+    let url = serve_code_mode().await;
+    let program = "return await tools.admin_reset({});";
+    let params = json!({ "name": "run_code", "arguments": { "code": program } });
     let dave = Client::open_with(&url, Some("dave code-asked"), json!({ "elicitation": {} })).await;
     let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params });
     let mut answer = dave.request(&call).send().await.expect("an answer");
