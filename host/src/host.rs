@@ -269,15 +269,13 @@ impl HostBuilder {
             false => None,
         };
         #[cfg(not(feature = "code-mode"))]
-        if code_on {
-            return Err(HostError::Config(
-                "code mode ([code_mode] enabled) needs toolhost's `code-mode` cargo feature, \
-                 which this build leaves out"
-                    .to_owned(),
-            ));
-        }
+        no_code_mode(code_on)?;
         let mcp = manifest.mcp.merged(self.mcp);
-        check_access(&toolbox, &mcp)?;
+        #[cfg(feature = "code-mode")]
+        let served: Vec<&str> = code_mode.iter().map(|code| code.tool()).collect();
+        #[cfg(not(feature = "code-mode"))]
+        let served: Vec<&str> = Vec::new();
+        check_access(&toolbox, &served, &mcp)?;
         Ok(Host {
             toolbox: Arc::new(toolbox),
             model,
@@ -290,6 +288,19 @@ impl HostBuilder {
             code_mode,
         })
     }
+}
+
+/// Code mode asked for (`on`) of a build without it: an error that says so.
+#[cfg(not(feature = "code-mode"))]
+fn no_code_mode(on: bool) -> Result<(), HostError> {
+    if !on {
+        return Ok(());
+    }
+    Err(HostError::Config(
+        "code mode ([code_mode] enabled) needs toolhost's `code-mode` cargo feature, which \
+         this build leaves out"
+            .to_owned(),
+    ))
 }
 
 /// Code mode as the manifest sets it up, with `runner` over its runner.
@@ -381,10 +392,12 @@ fn check_tool_options(
     )))
 }
 
-/// Every tool, prompt and resource `[[mcp.access]]` names must be loaded, unless a source was
-/// left out (then it is only a warning).
-fn check_access(toolbox: &Toolbox, mcp: &McpConfig) -> Result<(), HostError> {
-    let Err(problem) = Access::new(&mcp.access).check(&toolbox.catalog(), &toolbox.offers()) else {
+/// Every tool, prompt and resource `[[mcp.access]]` names must be loaded (or, a tool, be
+/// among `served`, code mode's tool), unless a source was left out (then it is only a
+/// warning).
+fn check_access(toolbox: &Toolbox, served: &[&str], mcp: &McpConfig) -> Result<(), HostError> {
+    let access = Access::new(&mcp.access);
+    let Err(problem) = access.check(&toolbox.catalog(), served, &toolbox.offers()) else {
         return Ok(());
     };
     if toolbox.skipped().is_empty() {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::json;
 use tokio::sync::OnceCell;
-use toolhost::code::{Language, ToolboxCalls};
+use toolhost::code::{ApproveCall, Language, ToolboxCalls};
 use toolhost::sandbox::{NestedCalls, NestedErrorKind, NestedOutcome, ProgramLimits};
 use toolhost::{
     CallContext, CallError, CodeRunner, ComponentConfig, Limits, LoadError, ProgramError,
@@ -47,6 +47,37 @@ pub(super) async fn toolbox() -> Arc<Toolbox> {
         .await
         .expect("the tools load");
     TOOLBOX.get_or_init(|| Arc::new(toolbox)).clone()
+}
+
+/// Whoever refuses every call of `add` (as a person who says no each time, over MCP), and
+/// counts the questions.
+pub(super) struct RefusesAdd(pub(super) AtomicUsize);
+
+impl ApproveCall for RefusesAdd {
+    fn needs(&self, tool: &str) -> bool {
+        tool == "add"
+    }
+
+    fn ask(&self, _: String, _: String, _: CallContext) -> BoxFuture<'static, Result<(), String>> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Box::pin(async { Err("the person said no".to_owned()) })
+    }
+}
+
+/// The program's calls, of every tool of the toolbox but `env`, asking `approval` before
+/// each call of a tool that needs it.
+pub(super) async fn calls_approved_by(approval: Arc<dyn ApproveCall>) -> Arc<dyn NestedCalls> {
+    let toolbox = toolbox().await;
+    let offered: BTreeSet<String> = toolbox
+        .names()
+        .into_iter()
+        .filter(|name| name != "env")
+        .collect();
+    let context = CallContext {
+        call_id: "program".to_owned(),
+        ..CallContext::default()
+    };
+    Arc::new(ToolboxCalls::new(toolbox, offered, context).with_approval(approval))
 }
 
 /// The program's calls, of every tool of the toolbox but `env`.
@@ -486,4 +517,46 @@ async fn a_runner_that_names_a_language_the_host_does_not_know_is_refused() {
         }
         other => panic!("expected the language to be refused, got {other:?}"),
     }
+}
+
+/// A program that catches each denial and asks again forever is ended at the call limit:
+/// every call was asked about and refused, none ran, and the host goes on.
+#[tokio::test]
+async fn a_program_retrying_a_denied_call_forever_ends_at_the_call_limit() {
+    let approval = Arc::new(RefusesAdd(AtomicUsize::new(0)));
+    let code = r#"
+let denied = 0;
+for (;;) {
+  try {
+    await tools.add({ a: 1, b: 2 });
+  } catch (error) {
+    if (error.kind === "denied") denied += 1;
+  }
+}"#;
+    let run = run_with(
+        code,
+        calls_approved_by(approval.clone()).await,
+        limits(),
+        ProgramLimits::default(),
+    )
+    .await;
+    match run.result {
+        Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
+        other => panic!("expected the call limit, got {other:?}"),
+    }
+    assert_eq!(run.calls.len(), 100);
+    assert!(
+        run.calls.iter().all(|call| matches!(
+            &call.outcome,
+            Some(Err(error)) if error.kind == NestedErrorKind::Denied
+        )),
+        "{:?}",
+        run.calls
+    );
+    assert_eq!(
+        approval.0.load(Ordering::Relaxed),
+        100,
+        "each call was asked about"
+    );
+    still_serving().await;
 }

@@ -16,7 +16,7 @@ use toolhost::{CallError, CodeRunner, Limits, ProgramError, ProgramRun, TimeLimi
 use toolhost_tests::components::RUNNER_PY;
 use toolhost_tests::{runtime, scripted};
 
-use super::code::{Concurrency, calls, limits, toolbox};
+use super::code::{Concurrency, RefusesAdd, calls, calls_approved_by, limits, toolbox};
 
 /// The Python runner, loaded once for the binary.
 async fn runner() -> &'static CodeRunner {
@@ -452,4 +452,46 @@ async fn a_program_that_does_not_compile_says_where() {
             other => panic!("{not_json}: expected a thrown error, got {other:?}"),
         }
     }
+}
+
+/// A Python program that catches each denial and asks again forever is ended at the call
+/// limit: every call was asked about and refused, none ran, and the host goes on.
+#[tokio::test]
+async fn a_program_retrying_a_denied_call_forever_ends_at_the_call_limit() {
+    let approval = Arc::new(RefusesAdd(AtomicUsize::new(0)));
+    let code = r#"
+denied = 0
+while True:
+    try:
+        await tools.add(a=1, b=2)
+    except ToolError as error:
+        if error.kind == "denied":
+            denied += 1
+"#;
+    let run = run_with(
+        code,
+        calls_approved_by(approval.clone()).await,
+        limits(),
+        ProgramLimits::default(),
+    )
+    .await;
+    match run.result {
+        Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
+        other => panic!("expected the call limit, got {other:?}"),
+    }
+    assert_eq!(run.calls.len(), 100);
+    assert!(
+        run.calls.iter().all(|call| matches!(
+            &call.outcome,
+            Some(Err(error)) if error.kind == NestedErrorKind::Denied
+        )),
+        "{:?}",
+        run.calls
+    );
+    assert_eq!(
+        approval.0.load(Ordering::Relaxed),
+        100,
+        "each call was asked about"
+    );
+    still_serving().await;
 }

@@ -1,18 +1,27 @@
 //! Code mode in the loop, played byte for byte by the scripted model in both wire formats:
 //! the model offered one tool that lists the others as typed signatures, a program (the one
 //! docs/code-mode.md shows) that lists, reads and sums files and writes a note, its nested
-//! calls approved and audited with the program's call as their parent; and the same task
-//! without code mode, side by side: model turns and request bytes.
+//! calls audited with the program's call as their parent; a program whose write needs
+//! approval pausing the run (through JSON) and running again once decided, its read answered
+//! from the journal; and the same task without code mode, side by side: model turns and
+//! request bytes.
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::agent::{AgentOptions, ApprovalMode, ApprovalRules, RunOptions};
+use toolhost::agent::{
+    Agent, AgentOptions, Approval, ApprovalMode, ApprovalRules, AuditLog, Conversation, RunEnd,
+    RunOptions,
+};
 use toolhost::code::Language;
 use toolhost_tests::cli::{HostCommand, ManifestFile};
-use toolhost_tests::code_mode::{Sales, code_mode, code_mode_in, request_bytes, run};
-use toolhost_tests::components::{RUNNER_JS, RUNNER_PY};
+use toolhost_tests::code_mode::{Sales, code_mode, code_mode_in, provider, request_bytes, run};
+use toolhost_tests::components::{CALCULATOR, RUNNER_JS, RUNNER_PY};
 use toolhost_tests::model::{Format, ScriptedModel, call, calls, text};
 use toolhost_tests::{runtime, scripted};
 
+use super::approve_cli::OnTerminal;
 use super::sent;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,128 +147,361 @@ async fn the_python_program_of_the_docs_does_the_task_in_two_turns() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_that_needs_approval_is_denied_inside_a_program_and_every_call_is_audited() {
-    for format in [Format::OpenAi, Format::Anthropic] {
-        let sales = Sales::new();
-        let toolbox = sales.toolbox(&runtime()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let audit = dir.path().join("audit.jsonl");
-        let program = r#"
-            const text = await tools.read_file({ path: "/data/sales-north.csv" });
-            try {
-                await tools.write_note({ title: "north", text });
-                return "written";
-            } catch (error) {
-                return `${error.kind}: ${error.message}`;
-            }
-        "#;
-        let model = program_then(format, program, "It needs your approval.").await;
-        let agent_options = AgentOptions {
-            approval: ApprovalRules {
-                tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
-                ..ApprovalRules::default()
-            },
-            ..AgentOptions::default()
-        };
-        let options = RunOptions {
-            code_mode: Some(code_mode(&runtime()).await),
-            ..RunOptions::default()
-        };
-        let result = run(&model, toolbox, agent_options, &options, Some(&audit)).await;
-        assert_eq!(result.text, "It needs your approval.");
-        let report: Value = serde_json::from_str(&result.executions[0].output).unwrap();
-        let said = report["result"].as_str().unwrap();
-        assert!(
-            said.starts_with("denied: `write_note` needs a person's approval"),
-            "{said}"
-        );
-        assert_eq!(
-            std::fs::read_dir(sales.notes.path()).unwrap().count(),
-            0,
-            "nothing written"
-        );
-
-        let lines: Vec<Value> = std::fs::read_to_string(&audit)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
-        let summary: Vec<(&str, &str, &str, Option<&str>)> = lines
-            .iter()
-            .map(|l| {
-                (
-                    l["call_id"].as_str().unwrap(),
-                    l["tool"].as_str().unwrap(),
-                    l["outcome"].as_str().unwrap(),
-                    l["parent"].as_str(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            summary,
-            [
-                ("p1.0", "read_file", "ok", Some("p1")),
-                ("p1.1", "write_note", "rejected", Some("p1")),
-                ("p1", "run_code", "ok", None),
-            ]
-        );
-        assert_eq!(lines[1]["approval"], "rejected");
+/// A program that reads a file, then writes a note of what it read (catching a denial).
+const READ_THEN_WRITE: &str = r#"
+    const text = await tools.read_file({ path: "/data/sales-north.csv" });
+    const rows = text.trim().split("\n").length - 1;
+    try {
+        await tools.write_note({ title: "north", text: `${rows} rows` });
+        return `written: ${rows} rows`;
+    } catch (error) {
+        return `${error.kind}: ${error.message}`;
     }
-}
-
-/// A Python program that catches the denial of a call needing approval and tries again
-/// forever is ended at the nested-call limit; nothing is written, the run goes on, and the
-/// model is told why.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_python_program_retrying_a_denied_call_forever_ends_at_the_call_limit() {
-    let format = Format::OpenAi;
-    let sales = Sales::new();
-    let toolbox = sales.toolbox(&runtime()).await;
-    let program = r#"
-denied = 0
-while True:
-    try:
-        await tools.write_note(title="again", text="and again")
-    except ToolError as error:
-        if error.kind == "denied":
-            denied += 1
 "#;
-    let model = program_then(format, program, "I could not write it.").await;
-    let agent_options = AgentOptions {
+
+/// An agent whose `write_note` calls wait for approval (`approval = "always"`), with the
+/// files tool of `sales`, writing its audit log to `audit`.
+async fn approving_agent(model: &ScriptedModel, sales: &Sales, audit: &Path) -> Agent {
+    let options = AgentOptions {
         approval: ApprovalRules {
             tools: [("write_note".to_owned(), ApprovalMode::Always)].into(),
             ..ApprovalRules::default()
         },
         ..AgentOptions::default()
     };
-    let options = RunOptions {
-        code_mode: Some(code_mode_in(&runtime(), Language::Python).await),
-        ..RunOptions::default()
-    };
-    let result = run(&model, toolbox, agent_options, &options, None).await;
-    assert_eq!(result.text, "I could not write it.");
+    let toolbox = sales.toolbox(&runtime()).await;
+    Agent::new(provider(model), toolbox, options)
+        .with_audit(Arc::new(AuditLog::open(audit).unwrap()))
+}
+
+/// Each line of the audit log at `path`: call id, tool, outcome, parent.
+fn audited(path: &Path) -> Vec<(String, String, String, Option<String>)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            let text = |key: &str| line[key].as_str().map(str::to_owned);
+            (
+                text("call_id").unwrap(),
+                text("tool").unwrap(),
+                text("outcome").unwrap(),
+                text("parent"),
+            )
+        })
+        .collect()
+}
+
+fn line(
+    id: &str,
+    tool: &str,
+    outcome: &str,
+    parent: Option<&str>,
+) -> (String, String, String, Option<String>) {
+    (
+        id.to_owned(),
+        tool.to_owned(),
+        outcome.to_owned(),
+        parent.map(str::to_owned),
+    )
+}
+
+/// Runs [`READ_THEN_WRITE`] until it pauses on the write; returns the paused conversation,
+/// through JSON (as another process would load it), and the model.
+async fn paused_on_the_write(
+    format: Format,
+    sales: &Sales,
+    audit: &Path,
+) -> (Conversation, ScriptedModel) {
+    let model = program_then(format, READ_THEN_WRITE, "Done.").await;
+    let agent = approving_agent(&model, sales, audit).await;
+    let options = code_options().await;
+    let mut conversation = Conversation::new();
+    conversation.push_user("Note how many rows the north file has.");
+    let result = agent
+        .run(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(result.end, RunEnd::Paused, "{format:?}");
+    let pending: Vec<_> = result
+        .pending
+        .iter()
+        .map(|p| (p.call_id.as_str(), p.tool.as_str(), p.parent.as_deref()))
+        .collect();
+    assert_eq!(pending, [("p1.1", "write_note", Some("p1"))]);
+    assert_eq!(
+        result.pending[0].arguments_json(),
+        Some(json!({"title": "north", "text": "40 rows"}))
+    );
     assert_eq!(
         std::fs::read_dir(sales.notes.path()).unwrap().count(),
         0,
-        "nothing written"
+        "nothing written yet"
     );
-    let execution = &result.executions[0];
-    let report: Value = serde_json::from_str(&execution.output).unwrap();
-    let error = report["error"].as_str().unwrap();
-    assert!(error.contains("more than 100 tool calls"), "{error}");
-    let calls = report["calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 100);
+    assert_eq!(model.requests().len(), 1, "the model waits too");
+    // The read ran, once; the write waits, unrecorded; the program has not ended.
+    assert_eq!(
+        audited(audit),
+        [line("p1.0", "read_file", "ok", Some("p1"))]
+    );
+    let saved = serde_json::to_string(&conversation).unwrap();
+    drop(conversation);
+    (Conversation::from_json(&saved).unwrap(), model)
+}
+
+async fn code_options() -> RunOptions {
+    RunOptions {
+        code_mode: Some(code_mode(&runtime()).await),
+        ..RunOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_whose_write_needs_approval_pauses_and_runs_again_once_approved() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let (mut conversation, model) = paused_on_the_write(format, &sales, &audit).await;
+        // Were the read run again, the program would now count 41 rows.
+        let north = sales.data.path().join("sales-north.csv");
+        let mut csv = std::fs::read_to_string(&north).unwrap();
+        csv.push_str("widget-north-40,1\n");
+        std::fs::write(&north, csv).unwrap();
+
+        conversation.approve("p1.1").unwrap();
+        let agent = approving_agent(&model, &sales, &audit).await;
+        let result = agent
+            .resume(&mut conversation, &code_options().await, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(
+            (result.text.as_str(), result.end),
+            ("Done.", RunEnd::Answered)
+        );
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        assert_eq!(report["result"], "written: 40 rows", "{format:?}");
+        let nested: Vec<(&str, &str, Approval)> = execution
+            .nested
+            .iter()
+            .map(|e| (e.call_id.as_str(), e.name.as_str(), e.approval))
+            .collect();
+        assert_eq!(
+            nested,
+            [
+                ("p1.0", "read_file", Approval::NotRequired),
+                ("p1.1", "write_note", Approval::Approved),
+            ]
+        );
+        // The note, once; each call in the audit log once, the program's last.
+        let notes: Vec<_> = std::fs::read_dir(sales.notes.path()).unwrap().collect();
+        assert_eq!(notes.len(), 1);
+        let note = std::fs::read_to_string(sales.notes.path().join("north.md")).unwrap();
+        assert_eq!(note, "# north\n\n40 rows\n");
+        assert_eq!(
+            audited(&audit),
+            [
+                line("p1.0", "read_file", "ok", Some("p1")),
+                line("p1.1", "write_note", "ok", Some("p1")),
+                line("p1", "run_code", "ok", None),
+            ]
+        );
+        let bodies = model.bodies();
+        assert!(
+            bodies[1].to_string().contains("written: 40 rows"),
+            "{format:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_write_is_a_denial_the_program_catches_with_the_reason() {
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let (mut conversation, model) = paused_on_the_write(format, &sales, &audit).await;
+        conversation
+            .reject("p1.1", "not in the shared notes")
+            .unwrap();
+        let agent = approving_agent(&model, &sales, &audit).await;
+        let result = agent
+            .resume(&mut conversation, &code_options().await, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(result.text, "Done.");
+        let execution = &result.executions[0];
+        let report: Value = serde_json::from_str(&execution.output).unwrap();
+        let caught = report["result"].as_str().unwrap();
+        assert_eq!(
+            caught,
+            "denied: This call was not approved, so it did not run. The reason given: not in \
+             the shared notes"
+        );
+        // The model read what the program returned.
+        let sent = model.bodies()[1].to_string();
+        assert!(sent.contains("not in the shared notes"), "{sent}");
+        assert_eq!(execution.nested[1].approval, Approval::Rejected);
+        assert_eq!(std::fs::read_dir(sales.notes.path()).unwrap().count(), 0);
+        assert_eq!(
+            audited(&audit),
+            [
+                line("p1.0", "read_file", "ok", Some("p1")),
+                line("p1.1", "write_note", "rejected", Some("p1")),
+                line("p1", "run_code", "ok", None),
+            ]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_approved_for_the_run_does_not_pause_the_program_again() {
+    let program = r#"
+        const written = [];
+        for (const region of ["north", "south", "east"]) {
+            await tools.write_note({ title: region, text: `sales of the ${region}` });
+            written.push(region);
+        }
+        return written;
+    "#;
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let sales = Sales::new();
+        let dir = tempfile::tempdir().unwrap();
+        let audit = dir.path().join("audit.jsonl");
+        let model = program_then(format, program, "Three notes.").await;
+        let agent = approving_agent(&model, &sales, &audit).await;
+        let options = code_options().await;
+        let mut conversation = Conversation::new();
+        conversation.push_user("Write a note per region.");
+        let result = agent
+            .run(&mut conversation, &options, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(result.end, RunEnd::Paused);
+        let pending: Vec<&str> = result.pending.iter().map(|p| p.call_id.as_str()).collect();
+        assert_eq!(pending, ["p1.0"]);
+        conversation.approve_for_run("p1.0").unwrap();
+        let result = agent
+            .resume(&mut conversation, &options, &mut |_| {})
+            .await
+            .unwrap();
+        assert_eq!(
+            (result.text.as_str(), result.end),
+            ("Three notes.", RunEnd::Answered)
+        );
+        let report: Value = serde_json::from_str(&result.executions[0].output).unwrap();
+        assert_eq!(report["result"], json!(["north", "south", "east"]));
+        let approvals: Vec<Approval> = result.executions[0]
+            .nested
+            .iter()
+            .map(|e| e.approval)
+            .collect();
+        assert_eq!(approvals, [Approval::ApprovedForRun; 3]);
+        assert_eq!(std::fs::read_dir(sales.notes.path()).unwrap().count(), 3);
+        let writes = audited(&audit)
+            .into_iter()
+            .filter(|(_, tool, _, _)| tool == "write_note")
+            .count();
+        assert_eq!(writes, 3, "each note written once");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_pauses_once_for_each_call_approved_one_at_a_time() {
+    let program = r#"
+        await tools.write_note({ title: "first", text: "one" });
+        await tools.write_note({ title: "second", text: "two" });
+        return "both";
+    "#;
+    let sales = Sales::new();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let model = program_then(Format::OpenAi, program, "Two notes.").await;
+    let agent = approving_agent(&model, &sales, &audit).await;
+    let options = code_options().await;
+    let mut conversation = Conversation::new();
+    conversation.push_user("Write two notes.");
+    let mut result = agent
+        .run(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    let mut asked = Vec::new();
+    while result.end == RunEnd::Paused {
+        let id = result.pending[0].call_id.clone();
+        // Each pause goes through JSON, as a saved conversation would.
+        let saved = serde_json::to_string(&conversation).unwrap();
+        conversation = Conversation::from_json(&saved).unwrap();
+        conversation.approve(&id).unwrap();
+        asked.push(id);
+        result = agent
+            .resume(&mut conversation, &options, &mut |_| {})
+            .await
+            .unwrap();
+    }
+    assert_eq!(asked, ["p1.0", "p1.1"]);
+    assert_eq!(result.text, "Two notes.");
+    let approvals: Vec<Approval> = (result.executions[0].nested.iter())
+        .map(|e| e.approval)
+        .collect();
+    assert_eq!(approvals, [Approval::Approved, Approval::Approved]);
+    assert_eq!(std::fs::read_dir(sales.notes.path()).unwrap().count(), 2);
+    let ids: Vec<String> = audited(&audit).into_iter().map(|l| l.0).collect();
+    assert_eq!(ids, ["p1.0", "p1.1", "p1"], "the first note written once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_started_with_the_one_that_waits_finish_and_are_not_run_again() {
+    // The write waits; the reads started with it finish before the run pauses, and are
+    // answered from the journal when the program runs again.
+    let program = r#"
+        const [south, written, east] = await Promise.all([
+            tools.read_file({ path: "/data/sales-south.csv" }),
+            tools.write_note({ title: "both", text: "south and east" }),
+            tools.read_file({ path: "/data/sales-east.csv" }),
+        ]);
+        return [south.length, written, east.length];
+    "#;
+    let sales = Sales::new();
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let model = program_then(Format::Anthropic, program, "Both read.").await;
+    let agent = approving_agent(&model, &sales, &audit).await;
+    let options = code_options().await;
+    let mut conversation = Conversation::new();
+    conversation.push_user("Read both and note it.");
+    let result = agent
+        .run(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(result.end, RunEnd::Paused);
+    assert_eq!(result.pending[0].call_id, "p1.1");
+    let mut before: Vec<_> = audited(&audit).into_iter().map(|l| l.0).collect();
+    before.sort();
+    assert_eq!(
+        before,
+        ["p1.0", "p1.2"],
+        "both reads finished before the pause"
+    );
+    conversation.approve("p1.1").unwrap();
+    let result = agent
+        .resume(&mut conversation, &options, &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(result.end, RunEnd::Answered);
+    let report: Value = serde_json::from_str(&result.executions[0].output).unwrap();
+    let lengths = &report["result"];
     assert!(
-        calls.iter().all(|call| call["error"] == "denied"),
+        lengths[0].as_u64().unwrap() > 0 && lengths[2].as_u64().unwrap() > 0,
         "{report}"
     );
-    // The model was told in the next request.
-    assert!(
-        model.bodies()[1]
-            .to_string()
-            .contains("more than 100 tool calls")
+    let ids: Vec<String> = audited(&audit).into_iter().map(|l| l.0).collect();
+    assert_eq!(
+        ids.len(),
+        4,
+        "each read once, the write once, the program: {ids:?}"
     );
+    assert_eq!(&ids[2..], ["p1.1", "p1"]);
 }
 
 /// `host run` in code mode, turned on by `flag` (else by the manifest's `[code_mode]`),
@@ -352,6 +594,58 @@ async fn host_chat_offers_run_code_with_the_flag() {
     assert_eq!(sent::tools(Format::OpenAi, &bodies[0]), ["run_code"]);
     let answered = bodies[1].to_string();
     assert!(answered.contains(r#"\"result\":5"#), "{answered}");
+}
+
+/// `host run --code-mode` asks on the terminal about a program's call that needs approval,
+/// saying which program made it, then runs the program again: the call before it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_run_asks_on_the_terminal_about_a_programs_call_and_runs_it_again() {
+    let program = "const a = await tools.square_root({x: 16});\n\
+                   return await tools.add({a, b: 9});";
+    let model = program_then(Format::OpenAi, program, "It is 13.").await;
+    let manifest = ManifestFile::in_dir(|dir| {
+        format!(
+            "[components.calculator]\npath = {CALCULATOR:?}\n\n[tools.add]\napproval = \"always\"\n\n\
+             [audit]\npath = {:?}\n\n[code_mode]\nrunner = {:?}\n",
+            dir.join("audit.jsonl"),
+            scripted(RUNNER_JS)
+        )
+    });
+    let command = HostCommand::new("run")
+        .manifest(&manifest)
+        .model(&model)
+        .args(["--code-mode", "What is √16 + 9?"])
+        .into_command();
+    let screen = tokio::task::spawn_blocking(move || {
+        let mut terminal = OnTerminal::spawn(command);
+        terminal.wait_for("run it?", 1);
+        terminal.type_line("y");
+        let (out, screen) = terminal.finish();
+        assert!(out.status.success(), "{screen}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "It is 13.\n");
+        screen
+    })
+    .await
+    .unwrap();
+    assert!(
+        screen.contains(r#"? add wants to run with {"a":4,"b":9}"#),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("called by the program of call p1, which runs again once decided"),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("run it?").count(), 1, "{screen}");
+    let audited: Vec<(String, String)> = audited(&manifest.dir().join("audit.jsonl"))
+        .into_iter()
+        .map(|(id, tool, _, _)| (id, tool))
+        .collect();
+    let expected = [("p1.0", "square_root"), ("p1.1", "add"), ("p1", "run_code")];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(id, tool)| ((*id).to_owned(), (*tool).to_owned()))
+        .collect();
+    assert_eq!(audited, expected, "the square root ran once");
 }
 
 /// A scripted model (in `format`) that answers the first turn with one `run_code` call of

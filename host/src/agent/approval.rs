@@ -92,6 +92,10 @@ pub struct PendingCall {
     /// The decision, once made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
+    /// When a program (code mode) made the call: the id of the program's call. Its own id is
+    /// `<parent>.<n>`, its `n`th call; the program runs again once it is decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl PendingCall {

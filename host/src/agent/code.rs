@@ -1,9 +1,14 @@
 //! Code mode in the loop ([`RunOptions::code_mode`](super::RunOptions::code_mode)): the model
 //! is offered one tool, whose program calls the run's tools. Each call a program makes goes
 //! the way a model's call would: a tool the run offers, its arguments checked, the approval
-//! rules (a call that needs a person's approval is denied unless its tool was approved for the
-//! run: a program cannot pause), the audit log (with the program's call as its parent), and the
-//! run's record (under the program's [`ToolExecution::nested`](super::ToolExecution::nested)).
+//! rules, the audit log (with the program's call as its parent), and the run's record (under
+//! the program's [`ToolExecution::nested`](super::ToolExecution::nested)).
+//!
+//! A call that needs a person's approval, of a tool not approved for the run, pauses the run
+//! with the call pending (its `parent` the program's call); the program is ended there and,
+//! once the call is decided, runs again from the start, its earlier calls answered from a
+//! journal ([`replay`](super::replay) says why and how). Approved, the call runs; rejected,
+//! the program gets a `denied` error with the person's reason, which it can catch.
 
 #[cfg(feature = "code-mode")]
 pub(crate) use on::ProgramTurn;
@@ -16,13 +21,12 @@ pub(crate) use off::ProgramTurn;
 mod off {
     use std::sync::Arc;
 
-    use crate::arguments::Arguments;
     use crate::llm::ToolCall;
     use crate::source::CallContext;
     use crate::toolbox::Toolbox;
 
     use super::super::AgentError;
-    use super::super::record::ToolExecution;
+    use super::super::execute::{Approved, Ran};
 
     /// Never made.
     pub(crate) enum ProgramTurn {}
@@ -35,11 +39,10 @@ mod off {
         pub(crate) async fn run(
             &self,
             _: Arc<Toolbox>,
-            _: &ToolCall,
-            _: &Arguments,
+            _: &Approved<'_>,
             _: &CallContext,
             _: usize,
-        ) -> Result<ToolExecution, AgentError> {
+        ) -> Result<Ran, AgentError> {
             match *self {}
         }
     }
@@ -48,8 +51,9 @@ mod off {
 #[cfg(feature = "code-mode")]
 mod on {
     use std::collections::BTreeSet;
+    use std::future::ready;
     use std::sync::{Arc, Mutex};
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use futures::future::BoxFuture;
 
@@ -57,13 +61,18 @@ mod on {
     use crate::code::{CodeMode, nested_id, not_offered, outcome};
     use crate::error::{CallError, ErrorKind};
     use crate::llm::ToolCall;
-    use crate::sandbox::{NestedCalls, NestedError, NestedErrorKind, NestedOutcome};
-    use crate::source::CallContext;
+    use crate::sandbox::{NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult};
+    use crate::source::{CallContext, ToolOutput};
     use crate::toolbox::Toolbox;
 
-    use super::super::approval::{Approval, ApprovalPredicate, ApprovalRules, PendingCall};
+    use super::super::approval::{
+        Approval, ApprovalPredicate, ApprovalRules, Decision, PendingCall, approval_metric,
+        rejection_message,
+    };
     use super::super::audit::{AuditSink, AuditTrail};
+    use super::super::execute::{Approved, Ran};
     use super::super::record::{Outcome, ToolExecution};
+    use super::super::replay::{Answer, Journal, Journaled, PausedProgram};
     use super::super::{AgentError, RunOptions, ToolSelection};
 
     /// What a turn's programs need besides the toolbox: code mode, which tools they may call,
@@ -77,6 +86,8 @@ mod on {
         approved_for_run: Arc<BTreeSet<String>>,
         audit: Option<Arc<dyn AuditSink>>,
         run_id: String,
+        /// Whether a call that needs a decision pauses the run (else it is denied).
+        may_pause: bool,
     }
 
     impl ProgramTurn {
@@ -112,7 +123,14 @@ mod on {
                 approved_for_run: Arc::new(approved_for_run),
                 audit,
                 run_id: run_id.to_owned(),
+                may_pause: true,
             })
+        }
+
+        /// The same, where a call that needs a decision pauses the run (`may_pause`) or is
+        /// denied.
+        pub(crate) fn pausing(self, may_pause: bool) -> Self {
+            Self { may_pause, ..self }
         }
 
         /// Whether `call` is a program's.
@@ -120,35 +138,22 @@ mod on {
             call.name == self.mode.tool()
         }
 
-        /// Runs the program of `call` (its arguments `arguments`); its execution carries its
-        /// calls'. A record of a nested call that cannot be written ends the run, as any call's.
+        /// Runs the program of `approved` (again, when its journal holds the calls it made
+        /// before it paused): finished, its execution carrying its calls'; or paused, when a
+        /// call of it waits for a decision. A record of a nested call that cannot be written
+        /// ends the run, as any call's.
         pub(crate) async fn run(
             &self,
             toolbox: Arc<Toolbox>,
-            call: &ToolCall,
-            arguments: &Arguments,
+            approved: &Approved<'_>,
             context: &CallContext,
             round: usize,
-        ) -> Result<ToolExecution, AgentError> {
+        ) -> Result<Ran, AgentError> {
+            let call = approved.call;
             let started = Instant::now();
-            let code = match CodeMode::code_of(arguments.value()) {
+            let code = match CodeMode::code_of(approved.arguments.value()) {
                 Ok(code) => code,
-                Err(message) => {
-                    let error = CallError::InvalidArguments {
-                        tool: call.name.clone(),
-                        message,
-                    };
-                    let outcome = Outcome::Error {
-                        kind: error.kind(),
-                        message: error.to_string(),
-                    };
-                    return Ok(ToolExecution::new(
-                        call,
-                        round,
-                        outcome,
-                        error.model_message(),
-                    ));
-                }
+                Err(message) => return Ok(Ran::Finished(not_a_program(call, round, message))),
             };
             let calls = Arc::new(RunCalls {
                 turn: self.clone(),
@@ -158,13 +163,25 @@ mod on {
                     ..context.clone()
                 },
                 round,
+                journal: Mutex::new(approved.journal.clone()),
                 made: Mutex::default(),
+                pending: Mutex::default(),
                 audit_failure: Mutex::default(),
             });
             let nested: Arc<dyn NestedCalls> = Arc::new(Shared(calls.clone()));
             let run = self.mode.run(code, nested).await;
             if let Some(failure) = lock(&calls.audit_failure).take() {
                 return Err(failure);
+            }
+            let mut made = std::mem::take(&mut *lock(&calls.made));
+            made.sort_by_key(|journaled| journaled.index);
+            let pending = std::mem::take(&mut *lock(&calls.pending));
+            if !pending.is_empty() {
+                let program = PausedProgram {
+                    call_id: call.id.clone(),
+                    journal: made,
+                };
+                return Ok(Ran::Paused { program, pending });
             }
             let outcome = match &run.result {
                 Ok(_) => Outcome::Ok,
@@ -174,14 +191,29 @@ mod on {
                 },
             };
             let output = self.mode.report(&run).unwrap_or_else(|error| error);
-            let mut nested = std::mem::take(&mut *lock(&calls.made));
-            nested.sort_by_key(|(index, _)| *index);
-            Ok(ToolExecution {
+            Ok(Ran::Finished(ToolExecution {
                 duration: started.elapsed(),
-                nested: nested.into_iter().map(|(_, execution)| execution).collect(),
+                approval: approved.approval,
+                nested: made
+                    .into_iter()
+                    .map(|journaled| journaled.execution)
+                    .collect(),
                 ..ToolExecution::new(call, round, outcome, output)
-            })
+            }))
         }
+    }
+
+    /// The execution of `call`, whose arguments hold no program (`message` says why).
+    fn not_a_program(call: &ToolCall, round: usize, message: String) -> ToolExecution {
+        let error = CallError::InvalidArguments {
+            tool: call.name.clone(),
+            message,
+        };
+        let outcome = Outcome::Error {
+            kind: error.kind(),
+            message: error.to_string(),
+        };
+        ToolExecution::new(call, round, outcome, error.model_message())
     }
 
     fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -195,14 +227,28 @@ mod on {
         /// The program's call's context; its id is the parent's.
         context: CallContext,
         round: usize,
-        /// Each call's record, by its number.
-        made: Mutex<Vec<(u32, ToolExecution)>>,
+        /// What the program did before it paused, and the decisions since.
+        journal: Mutex<Journal>,
+        /// Each call that finished (this time, or before and answered from the journal).
+        made: Mutex<Vec<Journaled>>,
+        /// The calls that wait for a decision.
+        pending: Mutex<Vec<PendingCall>>,
         /// The first audit record that could not be written.
         audit_failure: Mutex<Option<AgentError>>,
     }
 
     /// [`RunCalls`] shared with the tasks of its calls.
     struct Shared(Arc<RunCalls>);
+
+    /// What becomes of a program's call, decided when the program starts it.
+    enum Decided {
+        /// It runs, with these arguments, approved so.
+        Run(Arguments, Approval),
+        /// It ends without running: the error the program gets, the outcome recorded.
+        Refused(NestedError, Outcome, Approval),
+        /// It waits for a decision.
+        Waits(Box<PendingCall>),
+    }
 
     impl NestedCalls for Shared {
         fn call(
@@ -217,130 +263,202 @@ mod on {
                 name,
                 arguments,
             };
-            Box::pin(async move { calls.one(index, call).await })
+            // Decided here, as the program starts the call, in the program's order: the
+            // journal is read in that order, and a call that waits is known at once.
+            let replayed = lock(&calls.journal).replay(index, &call.name, &call.arguments);
+            if let Some(journaled) = replayed {
+                let answer = journaled.answer.outcome();
+                lock(&calls.made).push(journaled);
+                return Box::pin(ready(answer));
+            }
+            match calls.decide(&call) {
+                Decided::Run(arguments, approval) => {
+                    Box::pin(async move { calls.run(index, call, arguments, approval).await })
+                }
+                Decided::Refused(error, recorded, approval) => Box::pin(async move {
+                    let arguments =
+                        Arguments::parse(&call.arguments).unwrap_or_else(|_| Arguments::empty());
+                    let ended = Err((error, recorded));
+                    calls.record(index, &call, &arguments, ended, approval, Duration::ZERO)
+                }),
+                Decided::Waits(pending) => {
+                    let error = NestedError {
+                        kind: NestedErrorKind::Paused,
+                        message: format!("`{}` waits for a person's approval", pending.tool),
+                    };
+                    lock(&calls.pending).push(*pending);
+                    Box::pin(ready(Err(error)))
+                }
+            }
+        }
+
+        fn pausing(&self) -> bool {
+            !lock(&self.0.pending).is_empty()
         }
     }
 
     impl RunCalls {
-        /// One call: checked, approved, run, recorded.
-        async fn one(&self, index: u32, call: ToolCall) -> NestedOutcome {
-            let started = Instant::now();
-            let (result, approval) = self.answer(&call).await;
-            let (outcome, output) = match &result {
-                Ok(result) => (Outcome::Ok, result.text.clone()),
-                Err((error, recorded)) => (recorded.clone(), error.message.clone()),
-            };
-            let execution = ToolExecution {
-                duration: started.elapsed(),
-                approval,
-                ..ToolExecution::new(&call, self.round, outcome, output)
-            };
-            let arguments =
-                Arguments::parse(&call.arguments).unwrap_or_else(|_| Arguments::empty());
-            let trail = AuditTrail {
-                sink: self.turn.audit.as_ref(),
-                run_id: &self.turn.run_id,
-                toolbox: &self.toolbox,
-            };
-            if let Err(failure) =
-                trail.execution_in(&execution, &arguments, Some(&self.context.call_id))
-            {
-                lock(&self.audit_failure).get_or_insert(failure);
-            }
-            lock(&self.made).push((index, execution));
-            result.map_err(|(error, _)| error)
-        }
-
-        /// How `call` ends, and whether it needed approval.
-        async fn answer(
-            &self,
-            call: &ToolCall,
-        ) -> (
-            Result<crate::sandbox::NestedResult, (NestedError, Outcome)>,
-            Approval,
-        ) {
-            let failed = |error: CallError| (with_recorded(Err(error)), Approval::NotRequired);
+        /// Whether `call` may run: a tool the run offers, arguments that are a JSON object,
+        /// and approved when it needs to be (or else refused, or waiting).
+        fn decide(&self, call: &ToolCall) -> Decided {
             if !self.turn.callable.contains(&call.name) {
                 let error = not_offered(&call.name, &self.turn.callable);
                 let recorded = Outcome::Error {
                     kind: ErrorKind::UnknownTool,
                     message: error.message.clone(),
                 };
-                return (Err((error, recorded)), Approval::NotRequired);
+                return Decided::Refused(error, recorded, Approval::NotRequired);
             }
             let Ok(arguments) = Arguments::parse(&call.arguments) else {
-                return failed(CallError::InvalidArguments {
+                let error = CallError::InvalidArguments {
                     tool: call.name.clone(),
                     message: "the arguments must be a JSON object".to_owned(),
-                });
+                };
+                let recorded = Outcome::Error {
+                    kind: error.kind(),
+                    message: error.to_string(),
+                };
+                let told = NestedError {
+                    kind: NestedErrorKind::InvalidArguments,
+                    message: error.model_message(),
+                };
+                return Decided::Refused(told, recorded, Approval::NotRequired);
             };
-            if self.needs_approval(call) {
-                if !self.turn.approved_for_run.contains(&call.name) {
+            let Some(pending) = self.needs_approval(call) else {
+                return Decided::Run(arguments, Approval::NotRequired);
+            };
+            if self.turn.approved_for_run.contains(&call.name) {
+                return Decided::Run(arguments, Approval::ApprovedForRun);
+            }
+            let journal = lock(&self.journal);
+            let decided = journal.decision(&call.id, &call.name, &call.arguments);
+            match decided.and_then(|pending| pending.decision.clone()) {
+                Some(Decision::Approve) => {
+                    approval_metric("approved");
+                    Decided::Run(arguments, Approval::Approved)
+                }
+                Some(Decision::ApproveForRun) => {
+                    approval_metric("approved");
+                    Decided::Run(arguments, Approval::ApprovedForRun)
+                }
+                Some(Decision::Reject { reason }) => {
+                    approval_metric("denied");
+                    denied(rejection_message(&reason), reason)
+                }
+                None if self.turn.may_pause => {
+                    approval_metric("asked");
+                    Decided::Waits(Box::new(pending))
+                }
+                None => {
                     let reason = format!(
-                        "`{}` needs a person's approval, and a call made inside a program cannot                      wait for it; it was not run",
+                        "`{}` needs a person's approval, which cannot be asked for a program \
+                         that Agent::run_calls runs; it was not run",
                         call.name
                     );
-                    let error = NestedError {
-                        kind: NestedErrorKind::Denied,
-                        message: reason.clone(),
-                    };
-                    return (
-                        Err((error, Outcome::Rejected { reason })),
-                        Approval::Rejected,
-                    );
+                    denied(reason.clone(), reason)
                 }
-                let result = self
-                    .toolbox
-                    .call_parsed(&call.name, &arguments, &self.nested_context(call))
-                    .await;
-                return (with_recorded(result), Approval::ApprovedForRun);
             }
-            let result = self
-                .toolbox
-                .call_parsed(&call.name, &arguments, &self.nested_context(call))
-                .await;
-            (with_recorded(result), Approval::NotRequired)
         }
 
-        fn nested_context(&self, call: &ToolCall) -> CallContext {
-            CallContext {
+        /// Runs `call`, decided, and records how it ended.
+        async fn run(
+            &self,
+            index: u32,
+            call: ToolCall,
+            arguments: Arguments,
+            approval: Approval,
+        ) -> NestedOutcome {
+            let started = Instant::now();
+            let context = CallContext {
                 call_id: call.id.clone(),
                 ..self.context.clone()
-            }
+            };
+            let result = self
+                .toolbox
+                .call_parsed(&call.name, &arguments, &context)
+                .await;
+            let ended = with_recorded(result);
+            self.record(index, &call, &arguments, ended, approval, started.elapsed())
         }
 
-        /// Whether the run's rules (or its predicate) want a person to approve `call`.
-        fn needs_approval(&self, call: &ToolCall) -> bool {
-            let origin = self.toolbox.origin(&call.name);
-            let grants = self
-                .toolbox
-                .source_of(&call.name)
-                .and_then(|source| source.grants().cloned());
-            if self
-                .turn
-                .rules
-                .requires(&call.name, origin.as_ref(), grants.as_ref())
-            {
-                return true;
-            }
-            let Some(predicate) = &self.turn.needs_approval else {
-                return false;
+        /// Writes how `call` (number `index`) ended to the audit log and the program's
+        /// record, and returns what the program is told.
+        fn record(
+            &self,
+            index: u32,
+            call: &ToolCall,
+            arguments: &Arguments,
+            ended: Result<NestedResult, (NestedError, Outcome)>,
+            approval: Approval,
+            duration: Duration,
+        ) -> NestedOutcome {
+            let (outcome, output) = match &ended {
+                Ok(result) => (Outcome::Ok, result.text.clone()),
+                Err((error, recorded)) => (recorded.clone(), error.message.clone()),
             };
-            predicate(&PendingCall {
+            let execution = ToolExecution {
+                duration,
+                approval,
+                ..ToolExecution::new(call, self.round, outcome, output)
+            };
+            let trail = AuditTrail {
+                sink: self.turn.audit.as_ref(),
+                run_id: &self.turn.run_id,
+                toolbox: &self.toolbox,
+            };
+            if let Err(failure) =
+                trail.execution_in(&execution, arguments, Some(&self.context.call_id))
+            {
+                lock(&self.audit_failure).get_or_insert(failure);
+            }
+            let answer = ended.map_err(|(error, _)| error);
+            lock(&self.made).push(Journaled {
+                index,
+                answer: Answer::of(&answer),
+                execution,
+            });
+            answer
+        }
+
+        /// When the run's rules (or its predicate) want a person to approve `call`: the call
+        /// as the person would see it.
+        fn needs_approval(&self, call: &ToolCall) -> Option<PendingCall> {
+            let pending = PendingCall {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
                 arguments: call.arguments.clone(),
-                origin,
-                grants,
+                origin: self.toolbox.origin(&call.name),
+                grants: self
+                    .toolbox
+                    .source_of(&call.name)
+                    .and_then(|source| source.grants().cloned()),
                 decision: None,
-            })
+                parent: Some(self.context.call_id.clone()),
+            };
+            let by_rules = self.turn.rules.requires(
+                &call.name,
+                pending.origin.as_ref(),
+                pending.grants.as_ref(),
+            );
+            let by_predicate =
+                || (self.turn.needs_approval.as_ref()).is_some_and(|predicate| predicate(&pending));
+            (by_rules || by_predicate()).then_some(pending)
         }
+    }
+
+    /// A call refused approval: the program is told `message`, the record keeps `reason`.
+    fn denied(message: String, reason: String) -> Decided {
+        let error = NestedError {
+            kind: NestedErrorKind::Denied,
+            message,
+        };
+        Decided::Refused(error, Outcome::Rejected { reason }, Approval::Rejected)
     }
 
     /// What the program is told of a call that ended in `result`, and what the run records.
     fn with_recorded(
-        result: Result<crate::source::ToolOutput, CallError>,
-    ) -> Result<crate::sandbox::NestedResult, (NestedError, Outcome)> {
+        result: Result<ToolOutput, CallError>,
+    ) -> Result<NestedResult, (NestedError, Outcome)> {
         let recorded = match &result {
             Ok(_) => Outcome::Ok,
             Err(error) => Outcome::Error {

@@ -16,7 +16,15 @@ use super::state::RunState;
 
 /// The format version of a saved conversation (and the run state in it). A file of another
 /// version is refused with [`FormatError::Version`], never read as something else.
-pub const FORMAT_VERSION: u64 = 1;
+///
+/// Version 2 keeps what a paused run holds that version 1 could not: the journal of a
+/// program paused on a call that waits for approval, and the id of an upstream MCP task a
+/// call left waiting for input. A toolhost that reads version 1 only would drop them
+/// silently, so it is told the file is newer instead; version 1 files (a subset) still read.
+pub const FORMAT_VERSION: u64 = 2;
+
+/// The oldest format version still read.
+const OLDEST_FORMAT_VERSION: u64 = 1;
 
 /// The messages of a run (or of a chat across runs), with the rules that keep them valid for
 /// every provider: each tool call has a unique id, and gets exactly one result before the
@@ -43,8 +51,8 @@ pub enum FormatError {
     NoVersion,
     /// It has another format version.
     #[error(
-        "it has format version {found}, and this toolhost reads version {FORMAT_VERSION} only \
-         (it was written by {} toolhost)",
+        "it has format version {found}, and this toolhost reads versions \
+         {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION} only (it was written by {} toolhost)",
         if *found > FORMAT_VERSION { "a newer" } else { "an older" }
     )]
     Version {
@@ -113,7 +121,7 @@ impl Conversation {
             .ok_or(FormatError::NoVersion)?
             .as_u64()
             .ok_or(FormatError::NoVersion)?;
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(FormatError::Version { found: version });
         }
         let saved: Saved<Vec<Message>, RunState> =
@@ -445,6 +453,26 @@ mod tests {
         let all: Vec<&ToolCall> = first.iter().chain(&second).collect();
         let ids: HashSet<&str> = all.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(ids.len(), 4, "all ids are unique: {first:?} {second:?}");
+    }
+
+    #[test]
+    fn a_version_1_file_still_reads_and_a_newer_one_is_refused_as_newer() {
+        let mut conversation = Conversation::new();
+        conversation.push_user("hi");
+        let mut saved = serde_json::to_value(&conversation).unwrap();
+        assert_eq!(saved["version"], FORMAT_VERSION);
+        saved["version"] = 1.into();
+        assert_eq!(
+            Conversation::from_json(&saved.to_string()).unwrap(),
+            conversation
+        );
+        saved["version"] = (FORMAT_VERSION + 1).into();
+        let error = Conversation::from_json(&saved.to_string()).unwrap_err();
+        assert!(matches!(error, FormatError::Version { found } if found == FORMAT_VERSION + 1));
+        assert!(
+            error.to_string().contains("written by a newer toolhost"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -11,16 +11,17 @@ use futures::stream::{self, StreamExt};
 
 use crate::arguments::Arguments;
 use crate::content::ContentPart;
-use crate::error::CallError;
+use crate::error::{CallError, ErrorKind};
 use crate::llm::ToolCall;
 use crate::source::CallContext;
 use crate::toolbox::Toolbox;
 
-use super::approval::Approval;
+use super::approval::{Approval, PendingCall};
 use super::asking::{Answers, AskingCall, MAX_ASKS};
 use super::audit::AuditTrail;
 use super::code::ProgramTurn;
 use super::record::{InvalidCall, InvalidProblem, Outcome, SUCCESS, ToolExecution};
+use super::replay::{Journal, PausedProgram};
 use super::{AgentError, AgentEvent};
 
 /// One call to run, with how its approval went.
@@ -30,12 +31,22 @@ pub(crate) struct Approved<'a> {
     pub approval: Approval,
     /// When it asked for input before: the answers and its state.
     pub answers: Option<Answers>,
+    /// When it is a program that paused before: the calls it made then, and the decisions
+    /// about those that waited. Empty otherwise (and always, without code mode).
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub journal: Journal,
 }
 
-/// How a call that ran ended: finished (with a result or an error), or asking for input.
+/// How a call that ran ended: finished (with a result or an error), asking for input, or
+/// (a program) paused on calls that wait for a decision.
 pub(crate) enum Ran {
     Finished(ToolExecution),
     Asking(AskingCall),
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    Paused {
+        program: PausedProgram,
+        pending: Vec<PendingCall>,
+    },
 }
 
 impl Ran {
@@ -49,6 +60,24 @@ impl Ran {
                 round,
                 "Agent::run_calls cannot pause for it; run the loop with Agent::run",
             ),
+            // Programs run by `run_calls` are denied what needs approval instead.
+            Self::Paused { pending, .. } => {
+                let tools: Vec<&str> = pending.iter().map(|p| p.tool.as_str()).collect();
+                let message = format!(
+                    "the program's calls of {} wait for a person's approval, which \
+                     Agent::run_calls cannot pause for; run the loop with Agent::run",
+                    tools.join(", ")
+                );
+                ToolExecution::new(
+                    call,
+                    round,
+                    Outcome::Error {
+                        kind: ErrorKind::ToolFailed,
+                        message,
+                    },
+                    "The program was stopped: a call it made needs a person's approval.".into(),
+                )
+            }
         }
     }
 }
@@ -76,21 +105,7 @@ pub(crate) async fn execute_calls(
     let mut running = stream::iter(calls.iter().enumerate())
         .map(|(index, approved)| async move {
             let ran = match program.filter(|program| program.is_program(approved.call)) {
-                Some(program) => program
-                    .run(
-                        toolbox.clone(),
-                        approved.call,
-                        approved.arguments,
-                        context,
-                        round,
-                    )
-                    .await
-                    .map(|execution| {
-                        Ran::Finished(ToolExecution {
-                            approval: approved.approval,
-                            ..execution
-                        })
-                    }),
+                Some(program) => program.run(toolbox.clone(), approved, context, round).await,
                 None => Ok(execute_one(toolbox, approved, context, round).await),
             };
             (index, ran)

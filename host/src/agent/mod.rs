@@ -67,6 +67,7 @@ mod execute;
 mod guard;
 mod plan;
 mod record;
+mod replay;
 mod run;
 mod select;
 mod state;
@@ -553,9 +554,15 @@ impl Agent {
             .collect()
     }
 
-    /// What the programs of a run with `options` need, in code mode.
+    /// What the programs of a run with `options` need, in code mode; `may_pause` when a call
+    /// of theirs that needs approval may pause the run (else it is denied).
     #[cfg(feature = "code-mode")]
-    fn program_turn(&self, state: &RunState, options: &RunOptions) -> Option<code::ProgramTurn> {
+    fn program_turn(
+        &self,
+        state: &RunState,
+        options: &RunOptions,
+        may_pause: bool,
+    ) -> Option<code::ProgramTurn> {
         code::ProgramTurn::new(
             &self.toolbox,
             options,
@@ -564,11 +571,12 @@ impl Agent {
             self.audit.clone(),
             state.run_id(),
         )
+        .map(|turn| turn.pausing(may_pause))
     }
 
     /// Without the `code-mode` feature, a run has no programs.
     #[cfg(not(feature = "code-mode"))]
-    fn program_turn(&self, _: &RunState, _: &RunOptions) -> Option<code::ProgramTurn> {
+    fn program_turn(&self, _: &RunState, _: &RunOptions, _: bool) -> Option<code::ProgramTurn> {
         None
     }
 }

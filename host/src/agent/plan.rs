@@ -12,6 +12,7 @@ use super::audit::AuditTrail;
 use super::execute::{Approved, check_call, check_position};
 use super::guard::RepeatedFailure;
 use super::record::{InvalidCall, InvalidProblem, ToolExecution};
+use super::replay::Journal;
 use super::state::{RunState, Turn};
 use super::{AgentError, AgentEvent, Conversation};
 
@@ -26,7 +27,7 @@ pub(super) enum Plan {
 }
 
 /// The calls of `turn` that run in this pass (per `plans`), with the answers of those that
-/// asked for input; and the executions of the calls that asked and got no answer.
+/// asked for input and the journals of the programs that paused; and the executions of the calls that asked and got no answer.
 pub(super) fn calls_to_run<'a>(
     turn: &'a Turn,
     plans: &'a [Plan],
@@ -55,6 +56,7 @@ pub(super) fn calls_to_run<'a>(
             arguments,
             approval: *approval,
             answers,
+            journal: Journal::new(turn.paused_program(&call.id), turn.decided_in(&call.id)),
         });
     }
     (to_run, unanswered)

@@ -15,6 +15,7 @@ use super::execute::{self, Approved, Ran, check_call};
 use super::guard::RepeatedFailure;
 use super::plan::{audit_settled, calls_to_run, in_call_order, plan_calls, submit_results};
 use super::record::ToolExecution;
+use super::replay::Journal;
 use super::state::{RunState, Turn};
 use super::{
     Agent, AgentError, AgentEvent, Conversation, RunEnd, RunOptions, RunResult, Step, UnknownTool,
@@ -105,11 +106,13 @@ impl Agent {
                     arguments,
                     approval: Approval::NotRequired,
                     answers: None,
+                    journal: Journal::default(),
                 }),
             }
         }
         conversation.submit_all(refused)?;
-        let program = self.program_turn(&state, options);
+        // The caller decided to run these calls, and is not there to decide a program's.
+        let program = self.program_turn(&state, options, false);
         let done = execute::execute_calls(
             &self.toolbox,
             program.as_ref(),
@@ -283,6 +286,7 @@ impl Agent {
                 origin,
                 grants,
                 decision: None,
+                parent: None,
             };
             let needed = self.options.approval.requires(
                 &call.name,
@@ -308,12 +312,14 @@ impl Agent {
             approvals,
             finished: Vec::new(),
             asking: Vec::new(),
+            programs: Vec::new(),
         }
     }
 
     /// Runs the calls of a decided turn and sends every result back; says whether the turn
-    /// ends the run. When calls ask for input, the turn waits in `state` for the answers
-    /// (the calls that finished wait with it) and runs only those calls again next time.
+    /// ends the run. When calls ask for input, or a program's call waits for a decision, the
+    /// turn waits in `state` for the answers and decisions (the calls that finished wait with
+    /// it) and runs only those calls (the programs) again next time.
     async fn finish_turn(
         &self,
         conversation: &mut Conversation,
@@ -333,9 +339,10 @@ impl Agent {
         }
         let audit = self.audit_trail(state);
         let plans = plan_calls(&turn, state, self.options.max_calls_per_turn);
-        // A turn comes back here after a pass only when calls of it asked for input; what
-        // was settled without running went to the audit log in its first pass.
-        if turn.asking.is_empty() {
+        // A turn comes back here after a pass only when calls of it asked for input or
+        // programs of it paused; what was settled without running went to the audit log in
+        // its first pass.
+        if !turn.ran_before() {
             audit_settled(&plans, &audit, events)?;
         }
         let (to_run, unanswered) = calls_to_run(&turn, &plans);
@@ -344,7 +351,7 @@ impl Agent {
             audit.execution(execution, arguments)?;
             events(AgentEvent::ToolFinished { execution });
         }
-        let program = self.program_turn(state, options);
+        let program = self.program_turn(state, options, true);
         let ran = execute::execute_calls(
             &self.toolbox,
             program.as_ref(),
@@ -360,13 +367,15 @@ impl Agent {
         drop(to_run);
         turn.finished.extend(unanswered);
         turn.asking.clear();
+        turn.programs.clear();
         for ran in ran {
             match ran {
                 Ran::Finished(execution) => turn.finished.push(execution),
                 Ran::Asking(asking) => turn.asking.push(asking),
+                Ran::Paused { program, pending } => turn.pause_program(program, pending),
             }
         }
-        if !turn.asking.is_empty() {
+        if turn.ran_before() {
             state.set_turn(turn);
             return Ok(TurnEnd::Continue);
         }

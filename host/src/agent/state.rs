@@ -14,6 +14,7 @@ use super::approval::{Decision, PendingCall};
 use super::asking::{AskingCall, InputAnswer};
 use super::guard::Guard;
 use super::record::{InvalidCall, ToolExecution};
+use super::replay::PausedProgram;
 use super::{AgentError, RunEnd, RunRecord, RunResult};
 
 /// The state of a run between two steps of the loop. A run that pauses for approval leaves
@@ -52,15 +53,46 @@ pub(crate) struct Turn {
     /// The calls that asked for input, with the answers once given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub asking: Vec<AskingCall>,
+    /// The programs (code mode) that paused because one of their calls waits for a decision
+    /// (in `approvals`, with the program's call as its `parent`), with the calls they made
+    /// before: they run again, answered from those, once it is decided.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<PausedProgram>,
 }
 
 impl Turn {
-    /// The decision about call `id`, when it needed approval.
+    /// The decision about call `id` of the model's, when it needed approval.
     pub fn decision(&self, id: &str) -> Option<Option<&Decision>> {
         self.approvals
             .iter()
-            .find(|pending| pending.call_id == id)
+            .find(|pending| pending.parent.is_none() && pending.call_id == id)
             .map(|pending| pending.decision.as_ref())
+    }
+
+    /// The calls that the program of call `id` made and that waited for a decision.
+    pub fn decided_in(&self, id: &str) -> Vec<PendingCall> {
+        self.approvals
+            .iter()
+            .filter(|pending| pending.parent.as_deref() == Some(id))
+            .cloned()
+            .collect()
+    }
+
+    /// Call `program_id`'s program paused, and `pending` are its calls that wait for a
+    /// decision: they take the place of any earlier ones with the same ids (a program that
+    /// went another way this time made other calls under them).
+    pub fn pause_program(&mut self, program: PausedProgram, pending: Vec<PendingCall>) {
+        for call in pending {
+            self.approvals.retain(|p| p.call_id != call.call_id);
+            self.approvals.push(call);
+        }
+        self.programs.push(program);
+    }
+
+    /// Whether the turn ran before and waits only for some of its calls (those that asked
+    /// for input, the programs that paused).
+    pub fn ran_before(&self) -> bool {
+        !self.asking.is_empty() || !self.programs.is_empty()
     }
 
     fn undecided(&self) -> impl Iterator<Item = &PendingCall> {
@@ -72,9 +104,16 @@ impl Turn {
     }
 
     /// Whether call `id` runs in this pass: every call the first time, then (the turn waited
-    /// for input) only those that asked.
+    /// for input or decisions) only those that asked and the programs that paused.
     pub fn runs_now(&self, id: &str) -> bool {
-        self.asking.is_empty() || self.asking.iter().any(|asking| asking.call_id == id)
+        !self.ran_before()
+            || self.asking.iter().any(|asking| asking.call_id == id)
+            || self.programs.iter().any(|program| program.call_id == id)
+    }
+
+    /// What call `id`'s program did before it paused, if it did.
+    pub fn paused_program(&self, id: &str) -> Option<&PausedProgram> {
+        self.programs.iter().find(|program| program.call_id == id)
     }
 }
 

@@ -53,6 +53,9 @@ impl Approver {
 /// Shows `call` and asks y / n / always until the answer is one of them.
 async fn ask(call: &PendingCall, input: &mut Input) -> anyhow::Result<Decision> {
     eprintln!("? {} wants to run with {}", call.tool, call.arguments);
+    if let Some(program) = &call.parent {
+        eprintln!("  called by the program of call {program}, which runs again once decided");
+    }
     if let Some(origin) = &call.origin {
         eprintln!("  from {origin}");
     }

@@ -21,6 +21,24 @@ pub struct ToolboxCalls {
     context: CallContext,
     /// Told of each call that ends, as progress of the program's own call.
     progress: Option<(Observer, String, Arc<AtomicU32>)>,
+    /// Asked before a call of a tool that needs approval runs.
+    approval: Option<Arc<dyn ApproveCall>>,
+}
+
+/// Whoever approves a program's calls of the tools that need it, while the program waits
+/// (over MCP, the client of a session: the question `host mcp` asks before a plain call).
+pub trait ApproveCall: Send + Sync {
+    /// Whether calls of `tool` need approval.
+    fn needs(&self, tool: &str) -> bool;
+
+    /// Asks whether the call of `tool` with `arguments` (JSON text), made in `context`, may
+    /// run: `Err` with what the program is told (a `denied` error) when it may not.
+    fn ask(
+        &self,
+        tool: String,
+        arguments: String,
+        context: CallContext,
+    ) -> BoxFuture<'static, Result<(), String>>;
 }
 
 impl ToolboxCalls {
@@ -32,7 +50,15 @@ impl ToolboxCalls {
             offered: Arc::new(offered),
             context,
             progress: None,
+            approval: None,
         }
+    }
+
+    /// The same, asking `approval` before a call of a tool that needs it runs; a call that
+    /// is not approved is `denied`, an error the program can catch.
+    pub fn with_approval(mut self, approval: Arc<dyn ApproveCall>) -> Self {
+        self.approval = Some(approval);
+        self
     }
 
     /// The same, telling `observer` as each call ends: progress of `program` (the tool the
@@ -59,11 +85,28 @@ impl NestedCalls for ToolboxCalls {
             ..self.context.clone()
         };
         let progress = self.progress.clone();
+        let approval = self
+            .approval
+            .clone()
+            .filter(|approval| approval.needs(&name));
         Box::pin(async move {
-            let ended = if offered.contains(&name) {
-                outcome(toolbox.call(&name, &arguments, &context).await)
-            } else {
+            let asked = match approval {
+                Some(approval) if offered.contains(&name) => {
+                    approval
+                        .ask(name.clone(), arguments.clone(), context.clone())
+                        .await
+                }
+                _ => Ok(()),
+            };
+            let ended = if !offered.contains(&name) {
                 Err(not_offered(&name, &offered))
+            } else if let Err(message) = asked {
+                Err(NestedError {
+                    kind: NestedErrorKind::Denied,
+                    message,
+                })
+            } else {
+                outcome(toolbox.call(&name, &arguments, &context).await)
             };
             if let Some((observer, program, done)) = progress {
                 let done = done.fetch_add(1, Ordering::Relaxed) + 1;

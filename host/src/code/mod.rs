@@ -30,7 +30,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub use crate::engine::runner::{LANGUAGE_SECTION, Language, WASI_ALLOWED};
-pub use calls::ToolboxCalls;
+pub use calls::{ApproveCall, ToolboxCalls};
 pub(crate) use calls::{nested_id, not_offered, outcome};
 pub use python_signatures::python_signature;
 pub use signatures::signature;

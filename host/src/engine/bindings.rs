@@ -372,7 +372,7 @@ mod program_host {
             &mut self,
             started: u32,
         ) -> wasmtime::Result<Result<tools::CallResult, tools::CallError>> {
-            let outcome = program(self)?.finish(started).await;
+            let outcome = program(self)?.finish(started).await.map_err(stop)?;
             Ok(outcome
                 .map(|result| tools::CallResult {
                     text: result.text,
@@ -383,7 +383,10 @@ mod program_host {
                         NestedErrorKind::NotOffered => tools::ErrorKind::NotOffered,
                         NestedErrorKind::InvalidArguments => tools::ErrorKind::InvalidArguments,
                         NestedErrorKind::Denied => tools::ErrorKind::Denied,
-                        NestedErrorKind::Failed => tools::ErrorKind::Failed,
+                        // `finish` ends the program on a paused call instead.
+                        NestedErrorKind::Failed | NestedErrorKind::Paused => {
+                            tools::ErrorKind::Failed
+                        }
                     },
                     message: error.message,
                 }))

@@ -293,6 +293,9 @@ impl CodeRunner {
                 .map_err(Failure::Run)
         };
         let outcome = within(deadline, work).await;
+        if let Some(program) = &mut store.data_mut().program {
+            program.settle().await;
+        }
         let state = store.data_mut();
         let (printed, made) = match &mut state.program {
             Some(program) => program.take(),
@@ -359,6 +362,7 @@ fn judge(
             Some(ProgramStop::OutputTooLarge) => ProgramError::OutputTooLarge {
                 limit: program.max_output,
             },
+            Some(ProgramStop::Paused) => ProgramError::Paused,
             None => ProgramError::Runner(verdict(failure, state, limits, LABEL.to_owned())),
         }),
     }

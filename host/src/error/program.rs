@@ -36,6 +36,14 @@ pub enum ProgramError {
         limit: usize,
     },
 
+    /// The program waited for one of its calls that waits for a person's decision: it was
+    /// ended there, and runs again once the decision is made (the agent pauses its run).
+    #[error(
+        "the program waited for a call that needs a person's approval; it runs again once \
+         the call is decided"
+    )]
+    Paused,
+
     /// The runner hit a limit of its sandbox (CPU time, wall clock, memory, result size),
     /// or crashed.
     #[error(transparent)]
@@ -57,6 +65,9 @@ impl ProgramError {
                  only what matters.",
                 crate::units::format_bytes(*limit as u64)
             ),
+            Self::Paused => "The program was paused: one of its tool calls waits for a \
+                             person's approval."
+                .to_owned(),
             Self::Runner(error) => error.model_message(),
         }
     }

@@ -9,6 +9,7 @@
 mod egress;
 mod grants;
 pub(crate) mod limits;
+mod nested;
 mod output;
 mod per_caller;
 #[cfg(feature = "code-mode")]
@@ -25,13 +26,11 @@ use wasmtime_wasi::FsPerms;
 
 pub use grants::{DirGrant, EnvGrant, Grants, HostPattern};
 pub use limits::{Limits, LimitsConfig};
+pub use nested::{NestedError, NestedErrorKind, NestedOutcome, NestedResult};
 pub use output::CapturedLog;
 pub use per_caller::{MAX_NAME, directory_name};
 #[cfg(feature = "code-mode")]
-pub use program::{
-    NestedCall, NestedCalls, NestedError, NestedErrorKind, NestedOutcome, NestedResult,
-    ProgramLimits, ProgramStop,
-};
+pub use program::{NestedCall, NestedCalls, ProgramLimits, ProgramStop};
 pub use report::{CallObserver, LogLevel, Observer, Progress, ReportCounts};
 pub use resolve::HOSTS_FILE_VARIABLE;
 

@@ -13,53 +13,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
-/// What a program's tool call returned.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NestedResult {
-    /// The result as the model would read it.
-    pub text: String,
-    /// The structured content, as JSON text, when the tool returned some.
-    pub structured: Option<String>,
-}
-
-/// Why a program's tool call gave no result, as the program sees it (`wit/code/runner.wit`'s
-/// `error-kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NestedErrorKind {
-    /// The run offers no tool of that name.
-    NotOffered,
-    /// The arguments do not fit the tool's schema, or the tool refused them.
-    InvalidArguments,
-    /// The call needs approval and did not get it.
-    Denied,
-    /// The tool ran and failed, or hit one of its limits.
-    Failed,
-}
-
-impl NestedErrorKind {
-    /// The kind as one word, as the report and the log write it (`not_offered`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotOffered => "not_offered",
-            Self::InvalidArguments => "invalid_arguments",
-            Self::Denied => "denied",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-/// A program's tool call that gave no result: why, and what the program is told.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NestedError {
-    /// What kind of failure.
-    pub kind: NestedErrorKind,
-    /// What happened, in the words the model would read.
-    pub message: String,
-}
-
-/// How a program's tool call ended.
-pub type NestedOutcome = Result<NestedResult, NestedError>;
+use super::nested::{NestedError, NestedErrorKind, NestedOutcome};
 
 /// Answers the tool calls of a program. Each call is a real one: whoever implements this
 /// checks that the tool is offered and its arguments fit its schema, and runs it in its own
@@ -73,6 +27,13 @@ pub trait NestedCalls: Send + Sync {
         name: String,
         arguments: String,
     ) -> BoxFuture<'static, NestedOutcome>;
+
+    /// Whether one of the program's calls ended [`NestedErrorKind::Paused`]: the program's
+    /// run will be paused and run again. Its calls still running when it ends then finish
+    /// (and are kept for the next run) rather than being stopped halfway.
+    fn pausing(&self) -> bool {
+        false
+    }
 }
 
 /// The bounds of a program besides those of every call ([`Limits`](super::Limits)).
@@ -117,6 +78,9 @@ pub enum ProgramStop {
     TooManyCalls,
     /// It printed more than [`ProgramLimits::max_output`].
     OutputTooLarge,
+    /// It waited for a call that waits for a person's decision
+    /// ([`NestedErrorKind::Paused`]).
+    Paused,
 }
 
 impl std::fmt::Display for ProgramStop {
@@ -124,6 +88,7 @@ impl std::fmt::Display for ProgramStop {
         f.write_str(match self {
             Self::TooManyCalls => "the program started more tool calls than it may",
             Self::OutputTooLarge => "the program printed more than it may",
+            Self::Paused => "the program waited for a call that waits for a person's decision",
         })
     }
 }
@@ -182,14 +147,32 @@ impl ProgramState {
     }
 
     /// Waits for call `index` and returns how it ended (a call waited for already, or never
-    /// started, is a failure the program is told about).
-    pub(crate) async fn finish(&mut self, index: u32) -> NestedOutcome {
+    /// started, is a failure the program is told about); the stop when the call waits for a
+    /// person's decision.
+    pub(crate) async fn finish(&mut self, index: u32) -> Result<NestedOutcome, ProgramStop> {
         let Some((started, task)) = self.started.remove(&index) else {
-            return Err(NestedError {
+            return Ok(Err(NestedError {
                 kind: NestedErrorKind::Failed,
                 message: format!("no call {index} is waiting to be finished"),
-            });
+            }));
         };
+        let outcome = self.ended(index, started, task).await;
+        match &outcome {
+            Err(error) if error.kind == NestedErrorKind::Paused => {
+                Err(self.stop(ProgramStop::Paused))
+            }
+            _ => Ok(outcome),
+        }
+    }
+
+    /// How call `index`, started at `started` and running as `task`, ended, kept in its
+    /// record.
+    async fn ended(
+        &mut self,
+        index: u32,
+        started: Instant,
+        task: JoinHandle<NestedOutcome>,
+    ) -> NestedOutcome {
         let outcome = task.await.unwrap_or_else(|error| {
             Err(NestedError {
                 kind: NestedErrorKind::Failed,
@@ -201,6 +184,21 @@ impl ProgramState {
             record.duration = started.elapsed();
         }
         outcome
+    }
+
+    /// Once the program has ended: when its run pauses ([`NestedCalls::pausing`]), waits for
+    /// the calls still running, so that each either finished (and is kept for the next run)
+    /// or never started; otherwise [`take`](Self::take) stops them.
+    pub(crate) async fn settle(&mut self) {
+        if !self.calls.pausing() {
+            return;
+        }
+        let mut running: Vec<_> = self.started.drain().collect();
+        running.sort_by_key(|(index, _)| *index);
+        for (index, (started, task)) in running {
+            // Kept in the call's record; the program is no longer there to be told.
+            let _ = self.ended(index, started, task).await;
+        }
     }
 
     /// Appends `text` to what the program printed, or stops it when that is too much.

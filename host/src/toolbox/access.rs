@@ -83,11 +83,12 @@ impl Access {
     }
 
     /// Checks the rules against what was loaded: every tool, prompt and resource they name
-    /// must exist (or be `*`). The error names the unknown ones and what there is.
-    pub fn check(&self, catalog: &Catalog, offers: &Offers) -> Result<(), String> {
+    /// must exist (or be `*`), a tool in `catalog` or among `served` (served besides it, as
+    /// code mode's `run_code`). The error names the unknown ones and what there is.
+    pub fn check(&self, catalog: &Catalog, served: &[&str], offers: &Offers) -> Result<(), String> {
         let rules = &self.rules;
         let tools = unknown(rules.iter().flat_map(|r| &r.tools), |name| {
-            catalog.get(name).is_some()
+            catalog.get(name).is_some() || served.contains(&name)
         });
         if !tools.is_empty() {
             return Err(format!(

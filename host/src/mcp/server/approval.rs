@@ -78,19 +78,24 @@ pub(super) fn keep_approved(mut asked: InputRequired) -> InputRequired {
 
 /// The approval question for a call of `tool` with `arguments`.
 fn question(tool: &str, arguments: &Arguments) -> InputRequired {
+    InputRequired {
+        requests: BTreeMap::from([(KEY.to_owned(), request(tool, arguments))]),
+        state: Some(ASKED.to_owned()),
+        task: None,
+    }
+}
+
+/// The `elicitation/create` that asks whether the call of `tool` with `arguments` may run;
+/// only an answer whose `action` is `accept` approves it.
+pub(super) fn request(tool: &str, arguments: &Arguments) -> InputRequest {
     let shown: String = arguments.text().chars().take(1_000).collect();
-    let request = InputRequest {
+    InputRequest {
         method: "elicitation/create".to_owned(),
         params: json!({
             "mode": "form",
             "message": format!("Approve the call of the tool `{tool}` with the arguments {shown}?"),
             "requestedSchema": { "type": "object", "properties": {} },
         }),
-    };
-    InputRequired {
-        requests: BTreeMap::from([(KEY.to_owned(), request)]),
-        state: Some(ASKED.to_owned()),
-        task: None,
     }
 }
 

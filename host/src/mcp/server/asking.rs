@@ -25,10 +25,11 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    ClientCapabilities, ErrorData, InputRequest as McpRequest, InputRequiredResult, InputResponses,
-    RequestStateCodec, RequestStateError, SealOptions, ServerRequest,
+    ClientCapabilities, ErrorData, GetExtensions as _, InputRequest as McpRequest,
+    InputRequiredResult, InputResponses, RequestId, RequestStateCodec, RequestStateError,
+    SealOptions, ServerRequest,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{OriginatingRequestId, RequestContext};
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -238,7 +239,7 @@ pub(super) async fn ask(
     let requests = allowed(asked, capabilities.as_ref())?;
     let mut answers = BTreeMap::new();
     for (key, request) in requests {
-        let answer = send(peer, request).await.map_err(|e| {
+        let answer = send(peer, request, None).await.map_err(|e| {
             ErrorData::internal_error(
                 format!("the client did not answer a request for input: {e}"),
                 None,
@@ -249,14 +250,25 @@ pub(super) async fn ask(
     Ok(answers)
 }
 
-/// Sends `request` to the client and returns its answer, as MCP has it.
-async fn send(peer: &Peer<RoleServer>, request: McpRequest) -> Result<Value, String> {
-    let request = match request {
+/// Sends `request` to the client and returns its answer, as MCP has it; `origin` is the
+/// client's request it is sent for, when it is sent from another task than the handler's.
+async fn send(
+    peer: &Peer<RoleServer>,
+    request: McpRequest,
+    origin: Option<&RequestId>,
+) -> Result<Value, String> {
+    let mut request = match request {
         McpRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
         McpRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
         McpRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
         _ => return Err("it is not a request this server can send a client".to_owned()),
     };
+    // Over Streamable HTTP the request goes out on the stream of the client's request that
+    // it is sent for. rmcp finds that request in a task-local of the handler's task; the
+    // calls of a program run on tasks of their own, so the asker names it.
+    if let Some(origin) = origin {
+        (request.extensions_mut()).insert(OriginatingRequestId(origin.clone()));
+    }
     let _pending = Held::new(&metrics().asks_pending);
     let answer = peer
         .send_request(request)
@@ -266,8 +278,9 @@ async fn send(peer: &Peer<RoleServer>, request: McpRequest) -> Result<Value, Str
 }
 
 /// Whoever drives a call served in a session: its client, asked while the call waits (what
-/// an MCP server the manifest uses asks during one of its tools, say).
-pub(super) struct SessionAsker(pub(super) Peer<RoleServer>);
+/// an MCP server the manifest uses asks during one of its tools, say, or the approval of a
+/// program's call), on the stream of the call's request, which it names.
+pub(super) struct SessionAsker(pub(super) Peer<RoleServer>, pub(super) RequestId);
 
 impl Ask for SessionAsker {
     fn ask<'a>(
@@ -290,7 +303,7 @@ impl Ask for SessionAsker {
                 )));
             }
             let request = to_mcp(request).map_err(|e| AskError::Unsupported(e.message.into()))?;
-            send(&self.0, request)
+            send(&self.0, request, Some(&self.1))
                 .await
                 .map_err(|e| AskError::Failed(format!("the client did not answer: {e}")))
         })

@@ -545,3 +545,134 @@ async fn a_caller_past_its_rate_is_answered_429_over_http_and_the_others_are_not
     let bob = Client::open(&url, Some("bob notes")).await;
     assert!(bob.session.is_some());
 }
+
+/// `host mcp` in code mode with one tool, `admin_reset`, given to the `reset` scope on
+/// approval; `run_code` given to the `code` scope, and to `code-asked` on approval. The URL.
+#[cfg(feature = "code-mode")]
+async fn serve_code_mode() -> String {
+    let runner = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../example-tools/dist/runner-js.wasm"
+    );
+    let tools =
+        NativeTools::new("app").tool("admin_reset", "Resets everything.", async |_: Nothing| {
+            Ok::<_, String>("reset".to_owned())
+        });
+    let mcp = McpConfig {
+        access: vec![
+            AccessRule {
+                scopes: ["code".to_owned()].into(),
+                tools: ["run_code".to_owned()].into(),
+                ..AccessRule::default()
+            },
+            AccessRule {
+                scopes: ["code-asked".to_owned()].into(),
+                tools: ["run_code".to_owned()].into(),
+                approval: Some(ApprovalMode::Always),
+                ..AccessRule::default()
+            },
+            AccessRule {
+                scopes: ["reset".to_owned()].into(),
+                tools: ["admin_reset".to_owned()].into(),
+                approval: Some(ApprovalMode::Always),
+                ..AccessRule::default()
+            },
+        ],
+        ..McpConfig::default()
+    };
+    let host = Host::builder()
+        .native(tools)
+        .mcp(mcp)
+        .code_mode(true)
+        .code_runner(runner)
+        .build()
+        .await;
+    serve(Arc::new(host.unwrap_or_else(|e| {
+        panic!("{e} (`just tools` builds the runner)")
+    })))
+    .await
+}
+
+/// A program's call of a tool its caller may use only on approval asks the client first, in
+/// the program's call's stream, as a plain call does: accepted, it runs; declined, it is a
+/// denial the program catches; a client that cannot be asked gets the denial unasked.
+#[cfg(feature = "code-mode")]
+#[tokio::test]
+async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_caught() {
+    let url = serve_code_mode().await;
+    let program = "try { return await tools.admin_reset({}); } \
+                   catch (error) { return `${error.kind}: ${error.message}`; }";
+    let params = json!({ "name": "run_code", "arguments": { "code": program } });
+    let result_of = |answer: &Value| -> Value {
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        let report: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {answer}"));
+        report["result"].clone()
+    };
+    let can_elicit = json!({ "elicitation": {} });
+    let carol = Client::open_with(&url, Some("carol reset,code"), can_elicit).await;
+    let declined = "denied: the call of `admin_reset` did not run: it needs approval, and the \
+                    client answered `decline` when asked";
+    for (id, action, expected) in [(5, "decline", declined), (6, "accept", "reset")] {
+        let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        let mut answer = carol.request(&call).send().await.expect("an answer");
+        let mut buffer = String::new();
+        let question = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("`admin_reset`"), "{message}");
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": question["id"],
+            "result": { "action": action, "content": {} },
+        });
+        let (status, _, _) = carol.send(&reply).await;
+        assert_eq!(status, 202);
+        let result = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(result["id"], id, "{result}");
+        assert_eq!(result_of(&result), expected, "{result}");
+    }
+    // A client that declared no elicitation is not asked: the program gets the denial.
+    let mute = Client::open(&url, Some("carol reset,code")).await;
+    let (_, _, answer) = mute.post(json!(7), "tools/call", params.clone()).await;
+    let said = result_of(&answer);
+    let said = said.as_str().unwrap_or_default();
+    assert!(
+        said.starts_with("denied: the call of `admin_reset` did not run"),
+        "{answer}"
+    );
+    assert!(said.contains("elicitation"), "{said}");
+}
+
+/// A caller given `run_code` itself only on approval is asked before the program runs.
+#[cfg(feature = "code-mode")]
+#[tokio::test]
+async fn run_code_given_on_approval_asks_before_the_program_runs() {
+    let url = serve_code_mode().await;
+    let program = "return await tools.admin_reset({});";
+    let params = json!({ "name": "run_code", "arguments": { "code": program } });
+    let dave = Client::open_with(&url, Some("dave code-asked"), json!({ "elicitation": {} })).await;
+    let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params });
+    let mut answer = dave.request(&call).send().await.expect("an answer");
+    let mut buffer = String::new();
+    let question = next_message(&mut answer, &mut buffer).await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`run_code`"), "{message}");
+    let reply = json!({
+        "jsonrpc": "2.0",
+        "id": question["id"],
+        "result": { "action": "decline", "content": {} },
+    });
+    dave.send(&reply).await;
+    let result = next_message(&mut answer, &mut buffer).await;
+    assert_eq!(result["result"]["isError"], true, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("the call of `run_code` did not run"),
+        "{result}"
+    );
+}

@@ -32,6 +32,8 @@ use crate::host::Host;
 use crate::sandbox::{CapturedLog, Observer};
 use crate::source::{CallContext, ToolOutput};
 use crate::telemetry::context;
+#[cfg(feature = "code-mode")]
+use crate::toolbox::access::Allowed;
 
 impl McpServer {
     /// The call's context: the request id, the `_meta` values `host`'s manifest lets through
@@ -124,17 +126,12 @@ impl McpServer {
         let names = |names: Vec<String>| -> Vec<String> {
             names.into_iter().filter(|n| allowed.tool(n)).collect()
         };
-        #[cfg(feature = "code-mode")]
-        if let Some(code) = (host.code_mode()).filter(|c| c.tool() == name && allowed.tool(name)) {
-            let offered = names(served.catalog.names()).into_iter().collect();
-            return Self::program_call(&host, &served, code, call, offered, &span).await;
-        }
-        if served.get(name).is_none() || !allowed.tool(name) {
+        if !(served.get(name).is_some() || is_program(&host, name)) || !allowed.tool(name) {
             let error = unknown_tool(name, &names(served.catalog.names()));
             let ended = Finished::refused(error);
             return audited(&host, &call, ended, std::time::Duration::ZERO);
         }
-        // A call the caller's access entries give only on approval waits for the client's.
+        // A call given only on approval (a program's too) waits for the client's.
         let needs_approval = allowed.needs_approval(name);
         if needs_approval {
             let ended = match approval::decide(&mut call.input, name, call.arguments) {
@@ -146,6 +143,12 @@ impl McpServer {
                 span.record("outcome", ended.outcome);
                 return audited(&host, &call, ended, std::time::Duration::ZERO);
             }
+        }
+        #[cfg(feature = "code-mode")]
+        if let Some(code) = (host.code_mode()).filter(|code| code.tool() == name) {
+            let offered = names(served.catalog.names()).into_iter().collect();
+            return Self::program_call(&host, &served, code, call, (offered, &allowed), &span)
+                .await;
         }
         let context = Self::context(&host, &mut call);
         let started = Instant::now();
@@ -187,22 +190,29 @@ impl McpServer {
         audited(&host, &call, ended, duration)
     }
 
-    /// A call of code mode's tool: its program run with the tools in `offered`.
+    /// A call of code mode's tool: its program run with the tools `offered`, those of them
+    /// that the caller is `allowed` only on approval once the client approves each call.
     #[cfg(feature = "code-mode")]
     async fn program_call(
         host: &Host,
         served: &Served,
         code: &crate::code::CodeMode,
         mut call: ToolCall<'_>,
-        offered: BTreeSet<String>,
+        (offered, allowed): (BTreeSet<String>, &Allowed),
         span: &tracing::Span,
     ) -> Answer {
+        let on_approval = (offered.iter())
+            .filter(|tool| allowed.needs_approval(tool))
+            .cloned()
+            .collect();
         let context = Self::context(host, &mut call);
         let started = Instant::now();
         let ended = tokio::select! {
             biased;
             () = call.cancelled.cancelled() => None,
-            ended = super::code::run(host, code, offered, context, call.arguments) => Some(ended),
+            ended = super::code::run(host, code, offered, on_approval, context, call.arguments) => {
+                Some(ended)
+            }
         };
         let ended = match ended {
             Some(ended) => Finished {
@@ -260,7 +270,7 @@ impl McpServer {
         let asker: Arc<dyn Ask> = if stateless {
             Arc::new(asking::CannotAsk(asking::STATELESS))
         } else {
-            Arc::new(asking::SessionAsker(cx.peer.clone()))
+            Arc::new(asking::SessionAsker(cx.peer.clone(), cx.id.clone()))
         };
         let asker = Asker(asker);
         let responses = request.input_responses.take();
@@ -287,6 +297,17 @@ impl McpServer {
             Ended::Done(result) => Ok(result.into()),
             Ended::InputRequired(result) => Ok(result.into()),
         }
+    }
+}
+
+/// Whether `name` is code mode's tool (`run_code`), which `host` serves when code mode is on.
+fn is_program(host: &Host, name: &str) -> bool {
+    #[cfg(feature = "code-mode")]
+    return host.code_mode().is_some_and(|code| code.tool() == name);
+    #[cfg(not(feature = "code-mode"))]
+    {
+        let _ = (host, name);
+        false
     }
 }
 
