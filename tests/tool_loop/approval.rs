@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use toolhost::agent::{
     Agent, AgentError, AgentEvent, AgentOptions, Approval, ApprovalMode, ApprovalRules, AskFor,
-    Conversation, FormatError, Outcome, RunEnd, RunOptions, RunResult,
+    Conversation, FORMAT_VERSION, FormatError, Outcome, RunEnd, RunOptions, RunResult,
 };
 use toolhost::sandbox::{HostPattern, LimitsConfig};
 use toolhost::{ComponentConfig, Grants, Toolbox};
@@ -331,12 +331,12 @@ async fn decisions_name_pending_calls_and_saved_conversations_are_checked() {
 
     // Another version, a damaged file, something else: each a clear error.
     let saved = serde_json::to_value(&conversation).unwrap();
-    assert_eq!(saved["version"], 1);
+    assert_eq!(saved["version"], FORMAT_VERSION);
     let mut newer = saved.clone();
-    newer["version"] = 2.into();
+    newer["version"] = (FORMAT_VERSION + 1).into();
     let error = Conversation::from_json(&newer.to_string()).unwrap_err();
     assert!(
-        matches!(error, FormatError::Version { found: 2 }),
+        matches!(error, FormatError::Version { found } if found == FORMAT_VERSION + 1),
         "{error}"
     );
     assert_error_chain_contains(&error, "newer");

@@ -356,7 +356,7 @@ async fn chat_session_resumes_a_saved_conversation_and_refuses_a_damaged_one() {
         .await;
     out.assert_success();
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
-    assert_eq!(saved["version"], 1);
+    assert_eq!(saved["version"], toolhost::agent::FORMAT_VERSION);
     let mode = std::fs::metadata(&session).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "the session is the owner's only");
 
