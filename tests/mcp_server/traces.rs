@@ -375,3 +375,61 @@ async fn a_stdio_server_pushes_its_metrics_and_spans() {
         .await;
     assert_eq!(call["parent_span_id"], "", "a root: {call}");
 }
+
+/// A call the upstream server runs as a task is followed with `tasks/get`: each poll is a
+/// client span under the call's, and the upstream server's `tasks/get` span takes it as its
+/// parent from `_meta`, so the task's polls are in the caller's trace.
+#[tokio::test]
+async fn the_polls_of_an_upstream_task_are_spans_in_the_callers_trace() {
+    let receiver = Receiver::start().await;
+    let otlp = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+    ];
+    let inner = ManifestFile::calculator("[tools.square_root]\ntask = \"required\"\n");
+    let upstream = HttpServer::start(
+        &[inner.arg()],
+        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "upstream")],
+    )
+    .await;
+    upstream.loaded().await;
+    let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
+    let front = HttpServer::start(
+        &[outer.arg()],
+        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "front")],
+    )
+    .await;
+    front.loaded().await;
+    let mut client = front.client().await;
+    client.headers.push((
+        "traceparent".to_owned(),
+        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+    ));
+    let answer = client.call("square_root", json!({ "x": 16 })).await;
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"], 4.0,
+        "{answer}"
+    );
+
+    let front_call = receiver
+        .span(|s| {
+            s["service"] == "front" && s["name"] == "tools/call square_root" && s["kind"] == 3
+        })
+        .await;
+    assert_eq!(front_call["trace_id"], TRACE, "{front_call}");
+    let front_poll = receiver
+        .span(|s| s["service"] == "front" && s["name"] == "tasks/get" && s["kind"] == 3)
+        .await;
+    assert_eq!(front_poll["trace_id"], TRACE, "{front_poll}");
+    assert_eq!(front_poll["parent_span_id"], front_call["span_id"]);
+    assert_eq!(front_poll["attributes"]["mcp.method.name"], "tasks/get");
+    let upstream_poll = receiver
+        .span(|s| {
+            s["service"] == "upstream"
+                && s["name"] == "tasks/get"
+                && s["kind"] == 2
+                && s["parent_span_id"] == front_poll["span_id"]
+        })
+        .await;
+    assert_eq!(upstream_poll["trace_id"], TRACE, "{upstream_poll}");
+}

@@ -7,18 +7,23 @@
 //! through (a connection cut, a replica gone behind a balancer) is tried again at the next
 //! wait, up to [`RETRIES`] in a row. A call with nobody to ask ends
 //! with the task's questions and its id, which its caller (a paused run) keeps: the next
-//! round of the call sends the answers to that task and follows it ([`resume`]).
+//! round of the call sends the answers to that task and follows it ([`resume`]). Each of
+//! these requests is a client span of the MCP conventions, under the call's, its trace
+//! context in the request's `_meta` ([`send`]).
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolResult, CancelTaskParams, CancelTaskRequest, ClientRequest, ErrorData, GetTaskParams,
-    GetTaskRequest, InputRequest, InputRequests, InputResponses, ServerResult, Task, TaskPayload,
-    UpdateTaskParams, UpdateTaskRequest,
+    GetTaskRequest, InputRequest, InputRequests, InputResponses, RequestMetaObject, ServerResult,
+    Task, TaskPayload, UpdateTaskParams, UpdateTaskRequest,
 };
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
+use tracing::Instrument as _;
+
+use crate::telemetry::context;
 
 /// The shortest wait between two polls, whatever the server suggests.
 const FLOOR: Duration = Duration::from_millis(20);
@@ -75,9 +80,12 @@ pub(super) async fn resume(
     answer: Answer<'_>,
 ) -> Result<Followed, ServiceError> {
     let mut cancel = CancelOnDrop(Some((peer.clone(), id.clone())));
-    let params = UpdateTaskParams::new(&id, responses);
-    let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
-    peer.send_request(request).await?;
+    send(peer, "tasks/update", |meta| {
+        let mut params = UpdateTaskParams::new(&id, responses);
+        params.meta = meta;
+        ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params))
+    })
+    .await?;
     cancel.0 = None;
     poll(peer, id, FLOOR, None, answer).await
 }
@@ -96,8 +104,12 @@ async fn poll(
     let mut unsent = 0;
     loop {
         tokio::time::sleep(wait).await;
-        let request = ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(&id)));
-        let got = match peer.send_request(request).await {
+        let get = |meta| {
+            let mut params = GetTaskParams::new(&id);
+            params.meta = meta;
+            ClientRequest::GetTaskRequest(GetTaskRequest::new(params))
+        };
+        let got = match send(peer, "tasks/get", get).await {
             // A poll that did not get through (a connection cut, a replica gone behind a
             // balancer) is tried again: the task goes on on the server, and a poll changes
             // nothing there. Only so often in a row, and no sooner than the next wait.
@@ -172,10 +184,33 @@ async fn answer_all<'a>(
     for (key, request) in requests {
         answers.insert(key, answer(request).await.map_err(ServiceError::McpError)?);
     }
-    let params = UpdateTaskParams::new(id, answers);
-    let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
-    peer.send_request(request).await?;
+    send(peer, "tasks/update", |meta| {
+        let mut params = UpdateTaskParams::new(id, answers);
+        params.meta = meta;
+        ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params))
+    })
+    .await?;
     Ok(())
+}
+
+/// Sends the `tasks/*` request (`method`) that `request` makes, given the `_meta` to carry:
+/// a client span of the MCP conventions (under the current span, the call's), whose trace
+/// context the request carries in `_meta` for the server's span to take.
+async fn send(
+    peer: &Peer<RoleClient>,
+    method: &'static str,
+    request: impl FnOnce(Option<RequestMetaObject>) -> ClientRequest,
+) -> Result<ServerResult, ServiceError> {
+    let span = tracing::info_span!(
+        "mcp_client_request",
+        otel.name = method,
+        otel.kind = "client",
+        mcp.method.name = method,
+    );
+    let mut meta = RequestMetaObject::default();
+    span.in_scope(|| context::inject_meta(&mut meta));
+    let request = request((!meta.is_empty()).then_some(meta));
+    peer.send_request(request).instrument(span).await
 }
 
 /// The server's suggested interval, within [`FLOOR`] and [`CEILING`]; a second when it
@@ -194,11 +229,17 @@ impl Drop for CancelOnDrop {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let request =
-                ClientRequest::CancelTaskRequest(CancelTaskRequest::new(CancelTaskParams::new(id)));
-            runtime.spawn(async move {
-                let _ = peer.send_request(request).await;
-            });
+            // Sent on its own, its span still a child of the call's.
+            let parent = tracing::Span::current();
+            let cancel = async move {
+                let request = |meta| {
+                    let mut params = CancelTaskParams::new(id);
+                    params.meta = meta;
+                    ClientRequest::CancelTaskRequest(CancelTaskRequest::new(params))
+                };
+                let _ = send(&peer, "tasks/cancel", request).await;
+            };
+            runtime.spawn(cancel.instrument(parent));
         }
     }
 }
