@@ -64,6 +64,31 @@ impl ApproveCall for RefusesAdd {
     }
 }
 
+impl RefusesAdd {
+    /// Asserts that `run` made 100 calls, each asked about here and denied, and was ended at
+    /// the call limit.
+    pub(super) fn ended_at_the_call_limit(&self, run: &ProgramRun) {
+        match &run.result {
+            Err(ProgramError::TooManyCalls { limit }) => assert_eq!(*limit, 100),
+            other => panic!("expected the call limit, got {other:?}"),
+        }
+        assert_eq!(run.calls.len(), 100);
+        assert!(
+            run.calls.iter().all(|call| matches!(
+                &call.outcome,
+                Some(Err(error)) if error.kind == NestedErrorKind::Denied
+            )),
+            "{:?}",
+            run.calls
+        );
+        assert_eq!(
+            self.0.load(Ordering::Relaxed),
+            100,
+            "each call was asked about"
+        );
+    }
+}
+
 /// The program's calls, of every tool of the toolbox but `env`, asking `approval` before
 /// each call of a tool that needs it.
 pub(super) async fn calls_approved_by(approval: Arc<dyn ApproveCall>) -> Arc<dyn NestedCalls> {
@@ -540,23 +565,6 @@ for (;;) {
         ProgramLimits::default(),
     )
     .await;
-    match run.result {
-        Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
-        other => panic!("expected the call limit, got {other:?}"),
-    }
-    assert_eq!(run.calls.len(), 100);
-    assert!(
-        run.calls.iter().all(|call| matches!(
-            &call.outcome,
-            Some(Err(error)) if error.kind == NestedErrorKind::Denied
-        )),
-        "{:?}",
-        run.calls
-    );
-    assert_eq!(
-        approval.0.load(Ordering::Relaxed),
-        100,
-        "each call was asked about"
-    );
+    approval.ended_at_the_call_limit(&run);
     still_serving().await;
 }

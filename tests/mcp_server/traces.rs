@@ -20,36 +20,62 @@ use toolhost_tests::server::{Reply, TestServer};
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
+/// Two `host mcp --http` exporting to one receiver: `front`, whose upstream MCP server is
+/// `upstream` (the calculator, with `extra` in its manifest), called by a client that sends
+/// its own trace context ([`TRACE`], [`CLIENT_SPAN`]).
+struct Traced {
+    _manifests: [ManifestFile; 2],
+    _upstream: HttpServer,
+    _front: HttpServer,
+    client: toolhost_tests::mcp::HttpClient,
+}
+
+impl Traced {
+    async fn start(receiver: &Receiver, extra: &str) -> Self {
+        let otlp = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
+            // Sent within a fifth of a second, not the default five.
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+            // Metrics every half second, not every minute.
+            ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
+        ];
+        let inner = ManifestFile::calculator(extra);
+        let upstream = HttpServer::start(
+            &[inner.arg()],
+            &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "upstream")],
+        )
+        .await;
+        upstream.loaded().await;
+        let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
+        let front = HttpServer::start(
+            &[outer.arg()],
+            &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "front")],
+        )
+        .await;
+        front.loaded().await;
+        let mut client = front.client().await;
+        client.headers.push((
+            "traceparent".to_owned(),
+            format!("00-{TRACE}-{CLIENT_SPAN}-01"),
+        ));
+        Self {
+            _manifests: [inner, outer],
+            _upstream: upstream,
+            _front: front,
+            client,
+        }
+    }
+
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.client.call(tool, arguments).await
+    }
+}
+
 #[tokio::test]
 async fn one_trace_runs_from_the_client_through_the_call_to_the_upstream_server() {
     let receiver = Receiver::start().await;
-    let otlp = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
-        // Sent within a fifth of a second, not the default five.
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-        // Metrics every half second, not every minute.
-        ("OTEL_METRIC_EXPORT_INTERVAL", "500"),
-    ];
-    let inner = ManifestFile::calculator("");
-    let upstream = HttpServer::start(
-        &[inner.arg()],
-        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "upstream")],
-    )
-    .await;
-    upstream.loaded().await;
-    let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
-    let front = HttpServer::start(
-        &[outer.arg()],
-        &[otlp[0], otlp[1], otlp[2], ("OTEL_SERVICE_NAME", "front")],
-    )
-    .await;
-    front.loaded().await;
-    let mut client = front.client().await;
-    client.headers.push((
-        "traceparent".to_owned(),
-        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
-    ));
-    let answer = client.call("square_root", json!({ "x": 9 })).await;
+    let mut traced = Traced::start(&receiver, "").await;
+    let answer = traced.call("square_root", json!({ "x": 9 })).await;
     assert_eq!(
         answer["result"]["structuredContent"]["result"], 3.0,
         "{answer}"
@@ -382,30 +408,8 @@ async fn a_stdio_server_pushes_its_metrics_and_spans() {
 #[tokio::test]
 async fn the_polls_of_an_upstream_task_are_spans_in_the_callers_trace() {
     let receiver = Receiver::start().await;
-    let otlp = [
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str()),
-        ("OTEL_BSP_SCHEDULE_DELAY", "200"),
-    ];
-    let inner = ManifestFile::calculator("[tools.square_root]\ntask = \"required\"\n");
-    let upstream = HttpServer::start(
-        &[inner.arg()],
-        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "upstream")],
-    )
-    .await;
-    upstream.loaded().await;
-    let outer = ManifestFile::new(&format!("[mcp_servers.up]\nurl = {:?}\n", upstream.url));
-    let front = HttpServer::start(
-        &[outer.arg()],
-        &[otlp[0], otlp[1], ("OTEL_SERVICE_NAME", "front")],
-    )
-    .await;
-    front.loaded().await;
-    let mut client = front.client().await;
-    client.headers.push((
-        "traceparent".to_owned(),
-        format!("00-{TRACE}-{CLIENT_SPAN}-01"),
-    ));
-    let answer = client.call("square_root", json!({ "x": 16 })).await;
+    let mut traced = Traced::start(&receiver, "[tools.square_root]\ntask = \"required\"\n").await;
+    let answer = traced.call("square_root", json!({ "x": 16 })).await;
     assert_eq!(
         answer["result"]["structuredContent"]["result"], 4.0,
         "{answer}"
