@@ -49,6 +49,79 @@ pub(super) async fn toolbox() -> Arc<Toolbox> {
     TOOLBOX.get_or_init(|| Arc::new(toolbox)).clone()
 }
 
+/// The checks both runners' hostile programs share: each runs `code`, written in `runner`'s
+/// language, and asserts how the program ended (the caller then checks the host still
+/// serves).
+pub(super) mod ends {
+    use super::*;
+
+    /// `code` never returns: its CPU time (300 ms) stops it.
+    pub(in super::super) async fn by_cpu_time(runner: &CodeRunner, code: &str) {
+        let limits = Limits {
+            cpu_time: Duration::from_millis(300),
+            ..Limits::default()
+        };
+        let run = runner
+            .run(code, calls().await, limits, ProgramLimits::default())
+            .await;
+        match run.result {
+            Err(ProgramError::Runner(CallError::Timeout { kind, limit, .. })) => {
+                assert_eq!(kind, TimeLimit::CpuTime);
+                assert_eq!(limit, Duration::from_millis(300));
+            }
+            other => panic!("expected the CPU time limit, got {other:?}"),
+        }
+    }
+
+    /// `code` waits on its calls without end: the wall clock (400 ms) stops it.
+    pub(in super::super) async fn by_wall_clock(runner: &CodeRunner, code: &str) {
+        let limits = Limits {
+            timeout: Duration::from_millis(400),
+            ..limits()
+        };
+        let program = ProgramLimits {
+            max_calls: 10_000,
+            ..ProgramLimits::default()
+        };
+        let run = runner.run(code, calls().await, limits, program).await;
+        match run.result {
+            Err(ProgramError::Runner(CallError::Timeout { kind, .. })) => {
+                assert_eq!(kind, TimeLimit::WallClock)
+            }
+            other => panic!("expected the wall-clock limit, got {other:?}"),
+        }
+    }
+
+    /// `code` makes 10,000 failing calls, catching each: the call limit (100) ends it.
+    pub(in super::super) async fn at_the_call_limit(runner: &CodeRunner, code: &str) {
+        let run = runner
+            .run(code, calls().await, limits(), ProgramLimits::default())
+            .await;
+        match run.result {
+            Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
+            other => panic!("expected the call limit, got {other:?}"),
+        }
+        assert_eq!(run.calls.len(), 100);
+    }
+
+    /// `code` returns 5,000 `x` (5,002 bytes of JSON): over a 4 KiB `max_result`, refused.
+    pub(in super::super) async fn with_its_result_refused(runner: &CodeRunner, code: &str) {
+        let limits = Limits {
+            max_result: 4096,
+            ..limits()
+        };
+        let run = runner
+            .run(code, calls().await, limits, ProgramLimits::default())
+            .await;
+        match run.result {
+            Err(ProgramError::Runner(CallError::ResultTooLarge { size, limit, .. })) => {
+                assert_eq!((size, limit), (5002, 4096))
+            }
+            other => panic!("expected the result limit, got {other:?}"),
+        }
+    }
+}
+
 /// Whoever refuses every call of `add` (as a person who says no each time, over MCP), and
 /// counts the questions.
 pub(super) struct RefusesAdd(pub(super) AtomicUsize);
@@ -282,47 +355,17 @@ async fn a_failed_call_is_an_error_the_program_catches_with_its_kind() {
 
 #[tokio::test]
 async fn a_program_that_never_returns_is_stopped_by_its_cpu_time() {
-    let run = run_with(
-        "while (true) {}",
-        calls().await,
-        Limits {
-            cpu_time: Duration::from_millis(300),
-            ..Limits::default()
-        },
-        ProgramLimits::default(),
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::Timeout { kind, limit, .. })) => {
-            assert_eq!(kind, TimeLimit::CpuTime);
-            assert_eq!(limit, Duration::from_millis(300));
-        }
-        other => panic!("expected the CPU time limit, got {other:?}"),
-    }
+    ends::by_cpu_time(runner().await, "while (true) {}").await;
     still_serving().await;
 }
 
 #[tokio::test]
 async fn a_program_waiting_on_its_calls_is_stopped_by_the_wall_clock() {
-    let run = run_with(
+    ends::by_wall_clock(
+        runner().await,
         "while (true) { await tools.sleep({ms: 50}); }",
-        calls().await,
-        Limits {
-            timeout: Duration::from_millis(400),
-            ..limits()
-        },
-        ProgramLimits {
-            max_calls: 10_000,
-            ..ProgramLimits::default()
-        },
     )
     .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::Timeout { kind, .. })) => {
-            assert_eq!(kind, TimeLimit::WallClock)
-        }
-        other => panic!("expected the wall-clock limit, got {other:?}"),
-    }
     still_serving().await;
 }
 
@@ -379,7 +422,8 @@ async fn printing_100_mb_is_stopped_at_the_output_limit() {
 async fn ten_thousand_calls_are_stopped_at_the_call_limit_even_when_caught() {
     // Catching every failure and trying again does not get past the limit: the host ends the
     // program, which cannot catch that.
-    let run = program(
+    ends::at_the_call_limit(
+        runner().await,
         r#"
         for (let i = 0; i < 10000; i++) {
             try { await tools.fail({}); } catch (e) { /* and again */ }
@@ -388,32 +432,12 @@ async fn ten_thousand_calls_are_stopped_at_the_call_limit_even_when_caught() {
     "#,
     )
     .await;
-    match run.result {
-        Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
-        other => panic!("expected the call limit, got {other:?}"),
-    }
-    assert_eq!(run.calls.len(), 100);
     still_serving().await;
 }
 
 #[tokio::test]
 async fn a_result_over_the_limit_is_refused() {
-    let run = run_with(
-        "return 'x'.repeat(5000);",
-        calls().await,
-        Limits {
-            max_result: 4096,
-            ..limits()
-        },
-        ProgramLimits::default(),
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::ResultTooLarge { size, limit, .. })) => {
-            assert_eq!((size, limit), (5002, 4096))
-        }
-        other => panic!("expected the result limit, got {other:?}"),
-    }
+    ends::with_its_result_refused(runner().await, "return 'x'.repeat(5000);").await;
 }
 
 #[tokio::test]

@@ -6,17 +6,16 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use serde_json::json;
 use tokio::sync::OnceCell;
 use toolhost::code::{CodeMode, CodeModeConfig, Language};
 use toolhost::sandbox::{NestedCalls, NestedErrorKind, ProgramLimits};
-use toolhost::{CallError, CodeRunner, Limits, ProgramError, ProgramRun, TimeLimit};
+use toolhost::{CallError, CodeRunner, Limits, ProgramError, ProgramRun};
 use toolhost_tests::components::RUNNER_PY;
 use toolhost_tests::{runtime, scripted};
 
-use super::code::{Concurrency, RefusesAdd, calls, calls_approved_by, limits, toolbox};
+use super::code::{Concurrency, RefusesAdd, calls, calls_approved_by, ends, limits, toolbox};
 
 /// The Python runner, loaded once for the binary.
 async fn runner() -> &'static CodeRunner {
@@ -205,47 +204,13 @@ return kinds
 
 #[tokio::test]
 async fn a_program_that_never_returns_is_stopped_by_its_cpu_time() {
-    let run = run_with(
-        "while True:\n    pass",
-        calls().await,
-        Limits {
-            cpu_time: Duration::from_millis(300),
-            ..Limits::default()
-        },
-        ProgramLimits::default(),
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::Timeout { kind, limit, .. })) => {
-            assert_eq!(kind, TimeLimit::CpuTime);
-            assert_eq!(limit, Duration::from_millis(300));
-        }
-        other => panic!("expected the CPU time limit, got {other:?}"),
-    }
+    ends::by_cpu_time(runner().await, "while True:\n    pass").await;
     still_serving().await;
 }
 
 #[tokio::test]
 async fn a_program_waiting_on_its_calls_is_stopped_by_the_wall_clock() {
-    let run = run_with(
-        "while True:\n    await tools.sleep(ms=50)",
-        calls().await,
-        Limits {
-            timeout: Duration::from_millis(400),
-            ..limits()
-        },
-        ProgramLimits {
-            max_calls: 10_000,
-            ..ProgramLimits::default()
-        },
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::Timeout { kind, .. })) => {
-            assert_eq!(kind, TimeLimit::WallClock)
-        }
-        other => panic!("expected the wall-clock limit, got {other:?}"),
-    }
+    ends::by_wall_clock(runner().await, "while True:\n    await tools.sleep(ms=50)").await;
     still_serving().await;
 }
 
@@ -319,7 +284,8 @@ async fn printing_100_mb_is_stopped_at_the_output_limit() {
 
 #[tokio::test]
 async fn ten_thousand_calls_are_stopped_at_the_call_limit_even_when_caught() {
-    let run = program(
+    ends::at_the_call_limit(
+        runner().await,
         r#"
 for i in range(10000):
     try:
@@ -330,32 +296,12 @@ return "done"
 "#,
     )
     .await;
-    match run.result {
-        Err(ProgramError::TooManyCalls { limit }) => assert_eq!(limit, 100),
-        other => panic!("expected the call limit, got {other:?}"),
-    }
-    assert_eq!(run.calls.len(), 100);
     still_serving().await;
 }
 
 #[tokio::test]
 async fn a_result_over_the_limit_is_refused() {
-    let run = run_with(
-        "return 'x' * 5000",
-        calls().await,
-        Limits {
-            max_result: 4096,
-            ..limits()
-        },
-        ProgramLimits::default(),
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::Runner(CallError::ResultTooLarge { size, limit, .. })) => {
-            assert_eq!((size, limit), (5002, 4096))
-        }
-        other => panic!("expected the result limit, got {other:?}"),
-    }
+    ends::with_its_result_refused(runner().await, "return 'x' * 5000").await;
 }
 
 #[tokio::test]
