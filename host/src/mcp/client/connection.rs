@@ -117,14 +117,15 @@ async fn connect_with(
             connect_stdio(config, command, (handler, lifecycle), limit, watcher).await
         }
         McpTransport::Http { .. } => {
-            let transport = http::transport(config, limit)
+            let (transport, listening) = http::transport(config, limit)
                 .await
                 .map_err(anyhow::Error::msg)?;
             let transport = Watched {
                 inner: transport,
                 watcher,
             };
-            let started = start(handler, lifecycle, transport, config.startup_timeout);
+            let startup = config.startup_timeout;
+            let started = start(handler, lifecycle, transport, startup, Some(listening));
             match tokio::time::timeout(config.startup_timeout, started).await {
                 Ok(Ok((service, tools))) => {
                     let connection = Connection {
@@ -172,7 +173,7 @@ async fn connect_stdio(
         watcher,
     )
     .map_err(|error| anyhow!("cannot start `{}`: {error}", command.program.display()))?;
-    match tokio::time::timeout(timeout, start(handler, lifecycle, transport, timeout)).await {
+    match tokio::time::timeout(timeout, start(handler, lifecycle, transport, timeout, None)).await {
         Ok(Ok((service, tools))) => {
             let connection = Connection {
                 service,
@@ -212,12 +213,15 @@ fn lifecycle(protocol: Option<ProtocolVersion>) -> ClientLifecycleMode {
 }
 
 /// The MCP handshake (or discovery), the subscription to tool changes where the server
-/// needs one, then the first listing of the tools, all within `startup`.
+/// needs one, then the first listing of the tools, all within `startup`. Over HTTP,
+/// `listening` turns `true` once the server can send requests of its own (a session's
+/// standalone stream is open).
 async fn start<T, E>(
     handler: Handler,
     lifecycle: ClientLifecycleMode,
     transport: T,
     startup: Duration,
+    listening: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> anyhow::Result<(RunningService<RoleClient, Handler>, Vec<Tool>)>
 where
     T: Transport<RoleClient, Error = E> + 'static,
@@ -240,6 +244,15 @@ where
         .peer()
         .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
         .await;
+    // A server may send a request of its own (an elicitation) on the session's standalone
+    // stream, which rmcp opens in the background once the handshake is done, and drop it
+    // when the stream is not open yet (the TypeScript SDK does): a first call made before
+    // then could wait forever for the answer to a question nobody heard. A quarter of the
+    // start-up time at most (a stream that never opens is a server that never asks).
+    // (A stateless server, found by discovery, has no such stream.)
+    if let Some(mut listening) = listening.filter(|_| !discovers) {
+        let _ = tokio::time::timeout(startup / 4, listening.wait_for(|open| *open)).await;
+    }
     // A server that never acknowledges keeps half the start-up time; the listing has the
     // rest, and the server is used without following its changes.
     let subscription = follower

@@ -16,13 +16,19 @@ use super::config::{McpServerConfig, expand_env};
 
 /// The transport to the server `config` names at a URL, sending its headers (values with
 /// `${NAME}` taken from the environment) and its OAuth token (the login kept for it, or
-/// client credentials), and reading no answer over `max_answer` bytes. The error says which
-/// header or variable is wrong.
+/// client credentials), and reading no answer over `max_answer` bytes; and what turns `true`
+/// once the server can send the client requests of its own
+/// ([`Authorized::listening`](super::auth::client::Authorized::listening)). The error says
+/// which header or variable is wrong.
 pub(super) async fn transport(
     config: &McpServerConfig,
     max_answer: usize,
 ) -> Result<
-    impl Transport<RoleClient, Error = impl std::error::Error + Send + Sync + 'static + use<>> + use<>,
+    (
+        impl Transport<RoleClient, Error = impl std::error::Error + Send + Sync + 'static + use<>>
+        + use<>,
+        tokio::sync::watch::Receiver<bool>,
+    ),
     String,
 > {
     let dir = default_token_dir().unwrap_or_default();
@@ -41,12 +47,14 @@ pub(super) async fn transport(
     }
 
     let client = http_client(server).await.map_err(|e| format!("{e:#}"))?;
+    let listening = client.listening();
     let transport_config = StreamableHttpClientTransportConfig::with_uri(url)
         .custom_headers(map)
         .max_json_response_size(max_answer)
         .max_sse_event_size(max_answer);
-    Ok(Explained {
+    let transport = Explained {
         inner: StreamableHttpClientTransport::with_client(client, transport_config),
         server: config.name.clone(),
-    })
+    };
+    Ok((transport, listening))
 }

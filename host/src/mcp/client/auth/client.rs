@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage};
 use rmcp::transport::auth::{
     AuthClient, AuthorizationManager, ClientCredentialsConfig, OAuthClientConfig,
 };
@@ -49,6 +49,9 @@ pub(crate) struct Authorized {
     renewal: Option<Renewal>,
     /// Renewals since the last request that went through.
     renewals: Arc<AtomicU32>,
+    /// Whether the server can send this client a request of its own: set once the session's
+    /// standalone stream (the `GET`) is open or refused, or the server opened no session.
+    listening: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// The client for `server`: with its stored login (metadata discovered again to check the
@@ -88,6 +91,7 @@ pub(crate) async fn http_client(server: ServerAuth) -> anyhow::Result<Authorized
         server,
         renewal,
         renewals: Arc::new(AtomicU32::new(0)),
+        listening: Arc::new(tokio::sync::watch::channel(false).0),
     })
 }
 
@@ -232,6 +236,36 @@ impl Authorized {
 }
 
 impl Authorized {
+    /// Told `true` once the server can reach this client with a request that is not about
+    /// one of the client's (on 2025-11-25, the session's standalone `GET` stream): a server
+    /// that sends one before drops it (the TypeScript SDK does, as the specification lets
+    /// it), so a caller waits for this before its first request.
+    pub(crate) fn listening(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.listening.subscribe()
+    }
+
+    /// Marks the server as able to reach the client when `answer`, to `message`, is the
+    /// answer to `initialize` that opens no session (no stream will follow).
+    fn heard(
+        &self,
+        message: &ClientJsonRpcMessage,
+        answer: &Result<StreamableHttpPostResponse, HttpError>,
+    ) {
+        let initialize = matches!(
+            message,
+            JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::InitializeRequest(_))
+        );
+        let no_session = matches!(
+            answer,
+            Ok(StreamableHttpPostResponse::Json(_, None)
+                | StreamableHttpPostResponse::Sse(_, None))
+        );
+        if initialize && no_session {
+            self.listening.send_replace(true);
+        }
+    }
+
     /// `error`, with a refused certificate told as such (see [`Untrusted`]).
     fn explained(&self, error: HttpError) -> HttpError {
         match error {
@@ -259,21 +293,24 @@ impl StreamableHttpClient for Authorized {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.retrying(|client| {
-            let (uri, message, session, auth, headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                client
-                    .post_message(uri, message, session, auth, headers)
-                    .await
-            }
-        })
-        .await
+        let answer = self
+            .retrying(|client| {
+                let (uri, message, session, auth, headers) = (
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth_header.clone(),
+                    custom_headers.clone(),
+                );
+                async move {
+                    client
+                        .post_message(uri, message, session, auth, headers)
+                        .await
+                }
+            })
+            .await;
+        self.heard(&message, &answer);
+        answer
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -285,28 +322,31 @@ impl StreamableHttpClient for Authorized {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.retrying(|client| {
-            let (uri, message, session, auth, headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                client
-                    .post_message_with_max_sse_event_size(
-                        uri,
-                        message,
-                        session,
-                        auth,
-                        headers,
-                        max_sse_event_size,
-                    )
-                    .await
-            }
-        })
-        .await
+        let answer = self
+            .retrying(|client| {
+                let (uri, message, session, auth, headers) = (
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth_header.clone(),
+                    custom_headers.clone(),
+                );
+                async move {
+                    client
+                        .post_message_with_max_sse_event_size(
+                            uri,
+                            message,
+                            session,
+                            auth,
+                            headers,
+                            max_sse_event_size,
+                        )
+                        .await
+                }
+            })
+            .await;
+        self.heard(&message, &answer);
+        answer
     }
 
     async fn post_message_with_response_limits(
@@ -318,21 +358,26 @@ impl StreamableHttpClient for Authorized {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        self.retrying(|client| {
-            let (uri, message, session, auth, headers) = (
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                auth_header.clone(),
-                custom_headers.clone(),
-            );
-            async move {
-                client
-                    .post_message_with_response_limits(uri, message, session, auth, headers, limits)
-                    .await
-            }
-        })
-        .await
+        let answer = self
+            .retrying(|client| {
+                let (uri, message, session, auth, headers) = (
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    auth_header.clone(),
+                    custom_headers.clone(),
+                );
+                async move {
+                    client
+                        .post_message_with_response_limits(
+                            uri, message, session, auth, headers, limits,
+                        )
+                        .await
+                }
+            })
+            .await;
+        self.heard(&message, &answer);
+        answer
     }
 
     async fn delete_session(
@@ -355,9 +400,16 @@ impl StreamableHttpClient for Authorized {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>, HttpError> {
-        self.inner
+        let standalone = last_event_id.is_none();
+        let stream = self
+            .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await
+            .await;
+        // Open (the server keeps it) or refused (405: it will send nothing of its own).
+        if standalone {
+            self.listening.send_replace(true);
+        }
+        stream
     }
 
     async fn get_stream_with_max_sse_event_size(
@@ -369,7 +421,9 @@ impl StreamableHttpClient for Authorized {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<BoxStream<'static, Result<sse_stream::Sse, sse_stream::Error>>, HttpError> {
-        self.inner
+        let standalone = last_event_id.is_none();
+        let stream = self
+            .inner
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,
@@ -378,6 +432,10 @@ impl StreamableHttpClient for Authorized {
                 custom_headers,
                 max_sse_event_size,
             )
-            .await
+            .await;
+        if standalone {
+            self.listening.send_replace(true);
+        }
+        stream
     }
 }
