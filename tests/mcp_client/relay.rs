@@ -308,3 +308,45 @@ async fn what_a_server_may_not_ask_is_refused_before_anyone_is_asked() {
     assert!(asker.asked.lock().unwrap().is_empty(), "nobody is asked");
     toolbox.shutdown().await;
 }
+
+/// A server that sends its question on the session's standalone stream (a request not tied
+/// to the call) drops it when that stream is not open yet, as the TypeScript SDK does; this
+/// one (tests/mcp-peers/late_stream_server.cjs) opens it a second late. The client waits for
+/// the stream before its first request, so the question is heard and its answer reaches the
+/// tool (before, the call waited for a question nobody heard until its time ran out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_on_a_stream_that_opens_late_is_still_heard() {
+    use tokio::io::AsyncBufReadExt as _;
+
+    let script = toolhost_tests::repo_root().join("tests/mcp-peers/late_stream_server.cjs");
+    let mut server = tokio::process::Command::new("node")
+        .arg(&script)
+        .env(
+            "NODE_PATH",
+            toolhost_tests::peers::peers_dir().join("node_modules"),
+        )
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node runs");
+    let mut lines = tokio::io::BufReader::new(server.stdout.take().unwrap()).lines();
+    let line = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the server says its port");
+    let port = line
+        .strip_prefix("listening on ")
+        .expect("listening on PORT");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let toolbox = toolbox(vec![patient(McpServerConfig::http("late", &url))]).await;
+    let asker = answering(json!({ "action": "accept", "content": { "name": "Ada" } }));
+    let context = CallContext {
+        asker: Some(Asker(asker.clone())),
+        ..CallContext::default()
+    };
+    let output = toolbox.call("ask", "{}", &context).await.unwrap();
+    assert!(output.text.contains(r#""name":"Ada""#), "{}", output.text);
+    assert_eq!(asker.asked.lock().unwrap().len(), 1);
+    toolbox.shutdown().await;
+}
