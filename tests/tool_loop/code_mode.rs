@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use toolhost::agent::{
     Agent, AgentOptions, Approval, ApprovalMode, ApprovalRules, AuditLog, Conversation, RunEnd,
-    RunOptions,
+    RunOptions, ToolExecution,
 };
 use toolhost::code::Language;
 use toolhost_tests::cli::{HostCommand, ManifestFile};
@@ -68,22 +68,7 @@ async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
             "{offered}"
         );
         // Its one result holds the program's value, what it printed, and each call.
-        let execution = &result.executions[0];
-        let report: Value = serde_json::from_str(&execution.output).unwrap();
-        assert_eq!(report["result"], json!({"files": 3, "total": total}));
-        assert_eq!(report["printed"], "read 3 files\n");
-        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(
-            tools,
-            [
-                "list_files",
-                "read_file",
-                "read_file",
-                "read_file",
-                "write_note"
-            ]
-        );
-        assert_eq!(execution.nested[4].call_id, "p1.4");
+        did_the_task(&result.executions[0], total);
         assert!(
             bodies[1]
                 .to_string()
@@ -100,6 +85,26 @@ async fn a_program_does_in_two_turns_what_takes_four_step_by_step() {
             request_bytes(&coded)
         );
     }
+}
+
+/// Asserts that `execution`, the program of docs/code-mode.md (in either language), listed,
+/// read the three files, wrote the note, printed what it read and returned `total`.
+fn did_the_task(execution: &ToolExecution, total: u64) {
+    let report: Value = serde_json::from_str(&execution.output).unwrap();
+    assert_eq!(report["result"], json!({"files": 3, "total": total}));
+    assert_eq!(report["printed"], "read 3 files\n");
+    let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "list_files",
+            "read_file",
+            "read_file",
+            "read_file",
+            "write_note"
+        ]
+    );
+    assert_eq!(execution.nested[4].call_id, "p1.4");
 }
 
 /// The same task as the Python program of docs/code-mode.md, with the Python runner: the
@@ -127,22 +132,7 @@ async fn the_python_program_of_the_docs_does_the_task_in_two_turns() {
         assert!(offered.contains("Runs a Python program"), "{offered}");
         assert!(offered.contains("async def list_files(*,"), "{offered}");
         assert!(offered.contains("path: str,"), "{offered}");
-        let execution = &result.executions[0];
-        let report: Value = serde_json::from_str(&execution.output).unwrap();
-        assert_eq!(report["result"], json!({"files": 3, "total": total}));
-        assert_eq!(report["printed"], "read 3 files\n");
-        let tools: Vec<&str> = execution.nested.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(
-            tools,
-            [
-                "list_files",
-                "read_file",
-                "read_file",
-                "read_file",
-                "write_note"
-            ]
-        );
-        assert_eq!(execution.nested[4].call_id, "p1.4");
+        did_the_task(&result.executions[0], total);
         assert_eq!(model.requests().len(), 2);
     }
 }

@@ -136,6 +136,25 @@ struct Client {
 }
 
 impl Client {
+    /// Sends `call`, answers the approval question that comes first on its stream (which
+    /// must name `tool`) with `action`, and returns the call's result.
+    async fn answering_approval(&self, call: &Value, tool: &str, action: &str) -> Value {
+        let mut answer = self.request(call).send().await.expect("an answer");
+        let mut buffer = String::new();
+        let question = next_message(&mut answer, &mut buffer).await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("`{tool}`")), "{message}");
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": question["id"],
+            "result": { "action": action, "content": {} },
+        });
+        let (status, _, _) = self.send(&reply).await;
+        assert_eq!(status, 202);
+        next_message(&mut answer, &mut buffer).await
+    }
+
     /// A session opened as `caller` (`initialize` and `notifications/initialized`).
     async fn open(url: &str, caller: Option<&str>) -> Self {
         Self::open_with(url, caller, json!({})).await
@@ -479,21 +498,8 @@ async fn in_a_session_the_server_asks_the_client_for_approval_and_waits() {
     for (id, action, ran) in [(5, "decline", false), (6, "accept", true)] {
         let params = json!({ "name": "admin_reset", "arguments": {} });
         let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
-        let mut answer = carol.request(&call).send().await.expect("an answer");
-        let mut buffer = String::new();
         // The question comes first, on the call's own stream; the call waits for the answer.
-        let question = next_message(&mut answer, &mut buffer).await;
-        assert_eq!(question["method"], "elicitation/create", "{question}");
-        let message = question["params"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("`admin_reset`"), "{message}");
-        let reply = json!({
-            "jsonrpc": "2.0",
-            "id": question["id"],
-            "result": { "action": action, "content": {} },
-        });
-        let (status, _, _) = carol.send(&reply).await;
-        assert_eq!(status, 202);
-        let result = next_message(&mut answer, &mut buffer).await;
+        let result = carol.answering_approval(&call, "admin_reset", action).await;
         assert_eq!(result["id"], id, "{result}");
         let text = result["result"]["content"][0]["text"]
             .as_str()
@@ -616,20 +622,7 @@ async fn a_programs_call_that_needs_approval_asks_the_client_and_a_decline_is_ca
                     client answered `decline` when asked";
     for (id, action, expected) in [(5, "decline", declined), (6, "accept", "reset")] {
         let call = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
-        let mut answer = carol.request(&call).send().await.expect("an answer");
-        let mut buffer = String::new();
-        let question = next_message(&mut answer, &mut buffer).await;
-        assert_eq!(question["method"], "elicitation/create", "{question}");
-        let message = question["params"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("`admin_reset`"), "{message}");
-        let reply = json!({
-            "jsonrpc": "2.0",
-            "id": question["id"],
-            "result": { "action": action, "content": {} },
-        });
-        let (status, _, _) = carol.send(&reply).await;
-        assert_eq!(status, 202);
-        let result = next_message(&mut answer, &mut buffer).await;
+        let result = carol.answering_approval(&call, "admin_reset", action).await;
         assert_eq!(result["id"], id, "{result}");
         assert_eq!(result_of(&result), expected, "{result}");
     }
@@ -654,19 +647,7 @@ async fn run_code_given_on_approval_asks_before_the_program_runs() {
     let params = json!({ "name": "run_code", "arguments": { "code": program } });
     let dave = Client::open_with(&url, Some("dave code-asked"), json!({ "elicitation": {} })).await;
     let call = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": params });
-    let mut answer = dave.request(&call).send().await.expect("an answer");
-    let mut buffer = String::new();
-    let question = next_message(&mut answer, &mut buffer).await;
-    assert_eq!(question["method"], "elicitation/create", "{question}");
-    let message = question["params"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("`run_code`"), "{message}");
-    let reply = json!({
-        "jsonrpc": "2.0",
-        "id": question["id"],
-        "result": { "action": "decline", "content": {} },
-    });
-    dave.send(&reply).await;
-    let result = next_message(&mut answer, &mut buffer).await;
+    let result = dave.answering_approval(&call, "run_code", "decline").await;
     assert_eq!(result["result"]["isError"], true, "{result}");
     let text = result["result"]["content"][0]["text"]
         .as_str()
