@@ -104,6 +104,37 @@ pub(super) mod ends {
         assert_eq!(run.calls.len(), 100);
     }
 
+    /// `code` allocates without end: the memory limit (64 MiB) stops it, or the language
+    /// sees the refused allocation first and throws its own error, which says `own_error`.
+    pub(in super::super) async fn by_memory(runner: &CodeRunner, code: &str, own_error: &str) {
+        let limits = Limits {
+            memory: 64 << 20,
+            ..limits()
+        };
+        let run = runner
+            .run(code, calls().await, limits, ProgramLimits::default())
+            .await;
+        match &run.result {
+            Err(ProgramError::Runner(CallError::MemoryLimit { limit, .. })) => {
+                assert_eq!(*limit, 64 << 20)
+            }
+            Err(ProgramError::Thrown(message)) if message.contains(own_error) => {}
+            other => panic!("expected the memory limit, got {other:?}"),
+        }
+    }
+
+    /// `code` prints 100 MB: the output limit (64 KiB) ends it, and none of it is kept.
+    pub(in super::super) async fn at_the_output_limit(runner: &CodeRunner, code: &str) {
+        let run = runner
+            .run(code, calls().await, limits(), ProgramLimits::default())
+            .await;
+        match run.result {
+            Err(ProgramError::OutputTooLarge { limit }) => assert_eq!(limit, 64 * 1024),
+            other => panic!("expected the output limit, got {other:?}"),
+        }
+        assert!(run.printed.is_empty(), "nothing over the limit was kept");
+    }
+
     /// `code` returns 5,000 `x` (5,002 bytes of JSON): over a 4 KiB `max_result`, refused.
     pub(in super::super) async fn with_its_result_refused(runner: &CodeRunner, code: &str) {
         let limits = Limits {
@@ -383,38 +414,16 @@ async fn endless_recursion_is_an_error_of_the_program() {
 
 #[tokio::test]
 async fn allocating_without_end_is_stopped_by_the_memory_limit() {
-    let run = run_with(
-        "const kept = []; while (true) { kept.push(new Array(1 << 20).fill(7)); }",
-        calls().await,
-        Limits {
-            memory: 64 << 20,
-            ..limits()
-        },
-        ProgramLimits::default(),
-    )
-    .await;
-    match &run.result {
-        Err(ProgramError::Runner(CallError::MemoryLimit { limit, .. })) => {
-            assert_eq!(*limit, 64 << 20)
-        }
-        // SpiderMonkey may report the failed allocation as its own error first.
-        Err(ProgramError::Thrown(message)) if message.contains("out of memory") => {}
-        other => panic!("expected the memory limit, got {other:?}"),
-    }
+    // SpiderMonkey may report the failed allocation as its own error first.
+    let code = "const kept = []; while (true) { kept.push(new Array(1 << 20).fill(7)); }";
+    ends::by_memory(runner().await, code, "out of memory").await;
     still_serving().await;
 }
 
 #[tokio::test]
 async fn printing_100_mb_is_stopped_at_the_output_limit() {
-    let run = program(
-        "const line = 'x'.repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(line);",
-    )
-    .await;
-    match run.result {
-        Err(ProgramError::OutputTooLarge { limit }) => assert_eq!(limit, 64 * 1024),
-        other => panic!("expected the output limit, got {other:?}"),
-    }
-    assert!(run.printed.is_empty(), "nothing over the limit was kept");
+    let code = "const line = 'x'.repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(line);";
+    ends::at_the_output_limit(runner().await, code).await;
     still_serving().await;
 }
 
